@@ -1,0 +1,39 @@
+"""Built-in auditors by stage name, registered by dotted path and imported only when their stage runs."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from ingestaudit.auditors.base import Auditor
+
+BUILTIN: dict[str, str] = {
+    "extraction": "ingestaudit.auditors.extraction:ExtractionAuditor",
+    "normalization": "ingestaudit.auditors.normalization:NormalizationAuditor",
+}
+
+
+class UnknownStage(ValueError):
+    """No auditor exists for that stage name; the message lists the known stages."""
+
+
+def stage_names() -> list[str]:
+    """Every auditable stage, in pipeline order."""
+    return list(BUILTIN)
+
+
+def load_auditor(stage: str, options: dict[str, Any] | None = None) -> Auditor:
+    """Instantiate the auditor of ``stage`` with keyword ``options`` (from ``[auditor_options.STAGE]``).
+
+    Raises:
+        UnknownStage: unknown stage name.
+        ValueError: an option the auditor does not take (message names the table).
+    """
+    if stage not in BUILTIN:
+        raise UnknownStage(f"unknown stage {stage!r}; known stages: {', '.join(BUILTIN)}")
+    module, _, cls_name = BUILTIN[stage].partition(":")
+    cls = getattr(import_module(module), cls_name)
+    try:
+        return cls(**(options or {}))
+    except TypeError as exc:
+        raise ValueError(f"stage {stage!r}: bad option in [auditor_options.{stage}] ({exc})") from exc

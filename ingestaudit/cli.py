@@ -1,0 +1,245 @@
+"""The ``ingestaudit`` command line (typer). Heavy libraries are imported inside commands, never at module level.
+
+Exit codes: 0 ran (and every gate held); 1 a gate failed; 2 usage or corpus error (nothing audited); 3 the run
+finished but some documents failed (only with ``--strict``). Payload goes to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Audit the ingestion half of a RAG system against human labels.")
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A fatal problem with the command's input; printed with a hint and exit code 2."""
+
+
+def _stderr():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _fail(message: str, hint: str = "") -> None:
+    console = _stderr()
+    console.print(f"[red]error:[/red] {message}", highlight=False)
+    if hint:
+        console.print(f"[dim]{hint}[/dim]", highlight=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def run(
+    corpus: Annotated[Path, typer.Argument(help="Corpus folder (docs/, truth/, optional ingestaudit.toml).")],
+    parser: Annotated[Optional[list[str]], typer.Option("--parser", "-p", envvar="INGESTAUDIT_PARSER",
+                                                        help="Parser to audit; repeat for a bake-off.")] = None,
+    outputs: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_OUTPUTS",
+                                                    help="Precomputed outputs: DIR/<parser>/<doc id>.<ext>.")] = None,
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", envvar="INGESTAUDIT_STAGE",
+                                                       help="Stage to audit (default: every stage with truth).")] = None,
+    out: Annotated[Path, typer.Option(envvar="INGESTAUDIT_OUT", help="Output folder.")] = Path("ingestaudit-report"),
+    workers: Annotated[Optional[int], typer.Option(min=1, envvar="INGESTAUDIT_WORKERS")] = None,
+    seed: Annotated[Optional[int], typer.Option(envvar="INGESTAUDIT_SEED")] = None,
+    config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
+                                                   help="Config file (default: CORPUS/ingestaudit.toml).")] = None,
+    baseline: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_BASELINE",
+                                                     help="Baseline report.json: exit 1 on a regression.")] = None,
+    strict: Annotated[bool, typer.Option(envvar="INGESTAUDIT_STRICT",
+                                         help="Exit 3 when any document failed.")] = False,
+) -> None:
+    """Audit CORPUS with one or more parsers; write OUT/report.json and OUT/report.md."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ingestaudit.auditors.registry import UnknownStage
+    from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
+    from ingestaudit.corpus import CorpusError, discover
+    from ingestaudit.io import write_atomic
+    from ingestaudit.parsers.base import ParserUnavailable
+    from ingestaudit.parsers.registry import PRECOMPUTED, UnknownParser
+    from ingestaudit.report.render import render_markdown, render_terminal
+    from ingestaudit.runner import ParserSpec, run as run_audit
+
+    try:
+        found = discover(corpus)
+        cfg_path = config if config is not None else (corpus / CONFIG_NAME if (corpus / CONFIG_NAME).is_file() else None)
+        cfg = load_config(cfg_path)
+    except (CorpusError, ConfigError) as exc:
+        _fail(str(exc))
+    if workers is not None:
+        cfg.run.workers = workers
+    if seed is not None:
+        cfg.run.seed = seed
+    if stage:
+        cfg.run.stages = list(stage)
+    names = list(parser) if parser else ([] if outputs and not cfg_path else list(cfg.run.parsers))
+    specs = []
+    for name in names:
+        if name == PRECOMPUTED:
+            continue  # stands for every folder of --outputs
+        specs.append(ParserSpec(name, cfg.parser_options.get(name, {})))
+    if outputs is not None:
+        if not outputs.is_dir():
+            _fail(f"--outputs {outputs}: no such folder")
+        for sub in sorted(p for p in outputs.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if sub.name in names and sub.name != PRECOMPUTED:
+                _fail(f"--outputs {outputs}: folder {sub.name!r} has the name of a parser asked for with --parser",
+                      "rename the folder or drop that --parser")
+            specs.append(ParserSpec(sub.name, precomputed_root=outputs.resolve()))
+    if not specs:
+        _fail("no parser to audit", "pass --parser NAME (see 'ingestaudit parsers') or --outputs DIR")
+    try:
+        for s in specs:
+            if s.precomputed_root is None:
+                ok, why = s.build().available()
+                if not ok:
+                    _fail(f"parser {s.name!r} is unavailable: {why}")
+    except (UnknownParser, ParserUnavailable, ValueError) as exc:
+        _fail(str(exc), "see 'ingestaudit parsers'")
+    if not found.documents:
+        _fail(f"{found.root}: no documents under docs/<class>/")
+
+    console = _stderr()
+    for p in found.problems:
+        console.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
+    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        def progress(total: int):
+            task = bar.add_task("audit", total=total)
+            return lambda: bar.advance(task)
+
+        try:
+            report = run_audit(found, specs, cfg, progress=progress)
+        except (UnknownStage, ValueError) as exc:
+            _fail(str(exc))
+    write_atomic(out / "report.json", report.to_json())
+    write_atomic(out / "report.md", render_markdown(report))
+    render_terminal(report, Console())
+    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}", highlight=False)
+    code = EXIT_OK
+    if baseline is not None:
+        from ingestaudit.report.compare import compare_reports, render_comparison
+        from ingestaudit.report.schema import ReportError, read_report
+
+        try:
+            comparison = compare_reports(read_report(baseline), report)
+        except ReportError as exc:
+            _fail(str(exc))
+        Console().print(render_comparison(comparison), highlight=False)
+        if comparison.regressions:
+            code = EXIT_GATE
+    if code == EXIT_OK and strict and report.failures:
+        code = EXIT_FAILURES
+    raise typer.Exit(code)
+
+
+@app.command()
+def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check.")]) -> None:
+    """Check the corpus layout and every truth file without running anything; exit 2 if any problem is found."""
+    from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
+    from ingestaudit.corpus import CorpusError, discover
+    from ingestaudit.truth import TruthError, load_truth
+
+    try:
+        found = discover(corpus)
+    except CorpusError as exc:
+        _fail(str(exc))
+    problems = [str(p) for p in found.problems]
+    if (corpus / CONFIG_NAME).is_file():
+        try:
+            load_config(corpus / CONFIG_NAME)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    for doc in found.documents:
+        try:
+            load_truth(doc, found.root)
+        except TruthError as exc:
+            problems += [str(p) for p in exc.problems]
+    for p in problems:
+        typer.echo(p)
+    if problems:
+        _stderr().print(f"[red]{len(problems)} problem(s)[/red] in {found.root}", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
+    classes = ", ".join(f"{c}: {n}" for c, n in found.classes().items())
+    typer.echo(f"ok: {len(found.documents)} documents ({classes})")
+
+
+@app.command()
+def init(corpus: Annotated[Path, typer.Argument(help="Folder to create (must be absent or empty).")]) -> None:
+    """Write the corpus layout with one example of each file."""
+    from ingestaudit.scaffold import write_example_corpus
+
+    try:
+        written = write_example_corpus(corpus)
+    except FileExistsError as exc:
+        _fail(str(exc), "choose a new folder")
+    for path in written:
+        typer.echo(path)
+
+
+@app.command()
+def parsers() -> None:
+    """List the registered parsers, whether each is available here, and its version."""
+    from ingestaudit.parsers.registry import load_parser, parser_names
+
+    for name in parser_names():
+        try:
+            ok, info = load_parser(name).available()
+        except Exception as exc:  # a broken plug-in is listed, not fatal
+            ok, info = False, f"{type(exc).__name__}: {exc}"
+        typer.echo(f"{name}\t{'available' if ok else 'unavailable'}\t{info}")
+
+
+@app.command()
+def report(
+    report_json: Annotated[Path, typer.Argument(help="A report.json written by 'ingestaudit run'.")],
+    html: Annotated[Optional[Path], typer.Option(help="Write an HTML view here.")] = None,
+    md: Annotated[Optional[Path], typer.Option(help="Write a Markdown view here.")] = None,
+) -> None:
+    """Re-render a report.json in the terminal, and optionally as HTML and Markdown."""
+    from rich.console import Console
+
+    from ingestaudit.io import write_atomic
+    from ingestaudit.report.render import render_html, render_markdown, render_terminal
+    from ingestaudit.report.schema import ReportError, read_report
+
+    try:
+        rep = read_report(report_json)
+    except ReportError as exc:
+        _fail(str(exc))
+    render_terminal(rep, Console())
+    if html:
+        write_atomic(html, render_html(rep))
+    if md:
+        write_atomic(md, render_markdown(rep))
+
+
+@app.command()
+def compare(
+    base: Annotated[Path, typer.Argument(help="Baseline report.json.")],
+    head: Annotated[Path, typer.Argument(help="New report.json.")],
+) -> None:
+    """Compare two reports metric by metric; exit 1 when a metric regressed beyond its budget."""
+    from rich.console import Console
+
+    from ingestaudit.report.compare import compare_reports, render_comparison
+    from ingestaudit.report.schema import ReportError, read_report
+
+    try:
+        comparison = compare_reports(read_report(base), read_report(head))
+    except ReportError as exc:
+        _fail(str(exc))
+    Console().print(render_comparison(comparison), highlight=False)
+    raise typer.Exit(EXIT_GATE if comparison.regressions else EXIT_OK)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

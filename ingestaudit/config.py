@@ -1,0 +1,87 @@
+"""Run configuration: ``ingestaudit.toml`` in the corpus (or ``--config FILE``), overridden by command-line flags.
+
+Example::
+
+    [run]
+    parsers = ["pymupdf", "unstructured"]   # default: ["pymupdf"]
+    stages = []                             # default: every auditor whose truth or input is present
+    seed = 0
+    workers = 1
+    doc_timeout_s = 300                     # per document x parser; a hang becomes an error row
+
+    [parser_options.pymupdf]
+    sort = false
+
+    [auditor_options.extraction]
+    char_profile = "text-v1"
+
+    [report]
+    bootstrap_resamples = 1000
+    confidence = 0.95
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CONFIG_NAME = "ingestaudit.toml"
+
+
+class ConfigError(Exception):
+    """The configuration file is unreadable or invalid; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunConfig(_Strict):
+    """The ``[run]`` table: what runs and how."""
+
+    parsers: list[str] = Field(default_factory=lambda: ["pymupdf"])
+    stages: list[str] = []
+    seed: int = 0
+    workers: int = Field(default=1, ge=1)
+    doc_timeout_s: float = Field(default=300.0, gt=0)
+
+
+class ReportConfig(_Strict):
+    """The ``[report]`` table: aggregation settings."""
+
+    bootstrap_resamples: int = Field(default=1000, ge=10)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+
+
+class Config(_Strict):
+    """The whole configuration; echoed into ``report.json["config"]``."""
+
+    run: RunConfig = RunConfig()
+    parser_options: dict[str, dict[str, Any]] = {}
+    auditor_options: dict[str, dict[str, Any]] = {}
+    report: ReportConfig = ReportConfig()
+
+
+def load_config(path: Path | None) -> Config:
+    """Read a TOML configuration; None gives the defaults.
+
+    Raises:
+        ConfigError: unreadable file, invalid TOML, unknown key or bad value (file and field named).
+    """
+    if path is None:
+        return Config()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: unreadable ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        msgs = [f"{path}: {'.'.join(map(str, e['loc']))}: "
+                + ("unknown key" if e["type"] == "extra_forbidden" else e["msg"]) for e in exc.errors()]
+        raise ConfigError("; ".join(msgs)) from None

@@ -1,0 +1,85 @@
+"""Metric specifications: the canonical name, meaning, unit, range and interval method of every metric.
+
+Specs are separate from implementations (as in ir_measures): the CLI, the config, the JSON report and the generated
+docs all take names and descriptions from this registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Declaration of one metric.
+
+    Attributes:
+        name: ``stage.metric``, lower case, e.g. ``extraction.cer``.
+        description: one line: what is counted, over what unit, and the definition's source.
+        higher_is_better: direction used by regression gates and renderers.
+        low, high: value range; ``high=None`` means unbounded above (e.g. CER can exceed 1).
+        ci: ``"wilson"`` for proportions of integer counts, ``"bootstrap"`` (documents resampled) otherwise.
+        unit: what the numerator and denominator count (``"chars"``, ``"words"``, ``"checks"``, ``"docs"``...).
+    """
+
+    name: str
+    description: str
+    higher_is_better: bool
+    low: float = 0.0
+    high: float | None = 1.0
+    ci: Literal["wilson", "bootstrap"] = "bootstrap"
+    unit: str = ""
+
+    @property
+    def stage(self) -> str:
+        """The stage prefix of ``name``."""
+        return self.name.split(".", 1)[0]
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+
+
+def register(*specs: MetricSpec) -> None:
+    """Add specs to the registry.
+
+    Raises:
+        ValueError: a name is not ``stage.metric`` in lower case, or is registered twice with a different spec.
+    """
+    for spec in specs:
+        stage, _, metric = spec.name.partition(".")
+        if not stage or not metric or spec.name != spec.name.lower():
+            raise ValueError(f"metric name {spec.name!r} must be 'stage.metric' in lower case")
+        if _REGISTRY.get(spec.name, spec) != spec:
+            raise ValueError(f"metric {spec.name!r} is already registered with a different spec")
+        _REGISTRY[spec.name] = spec
+
+
+def _load_builtin() -> None:
+    """Import every built-in auditor module once, so their specs are registered (they register on import)."""
+    from importlib import import_module
+
+    from ingestaudit.auditors.registry import BUILTIN
+
+    for target in BUILTIN.values():
+        import_module(target.partition(":")[0])
+
+
+def get(name: str) -> MetricSpec:
+    """The spec registered as ``name`` (built-in auditors' specs are loaded on first miss).
+
+    Raises:
+        KeyError: unknown name; the message lists the registered names.
+    """
+    if name not in _REGISTRY:
+        _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def all_specs() -> list[MetricSpec]:
+    """Every registered spec (built-in ones included), sorted by name."""
+    _load_builtin()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]

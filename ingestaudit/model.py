@@ -1,0 +1,63 @@
+"""The data that flows between stages: a parser's `ParsedDocument` and its `Block`s (see DESIGN.md, "What flows through")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+BLOCK_KINDS = (
+    "heading", "paragraph", "table", "header", "footer", "list_item", "caption",
+    "page_number", "image", "formula", "code", "other",
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One layout block of a parsed document.
+
+    Attributes:
+        text: the block's text as the parser emitted it.
+        page: 1-based page number (1 for formats without pages).
+        bbox: ``(x0, y0, x1, y1)`` in PDF points (1/72 inch) from the page's top-left corner, or None when the parser
+            gives no geometry (HTML, plain text).
+        kind: one of `BLOCK_KINDS`.
+        level: heading level (1 = top) for ``kind == "heading"`` when known, else None.
+        order: 0-based position of the block in the parser's reading order over the whole document.
+    """
+
+    text: str
+    page: int = 1
+    bbox: tuple[float, float, float, float] | None = None
+    kind: str = "paragraph"
+    level: int | None = None
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a parser produced for one document.
+
+    Attributes:
+        text: the full extracted text (pages joined by the parser's own convention, usually a blank line).
+        pages: per-page text; ``len(pages)`` is the page count (1 for formats without pages).
+        blocks: layout blocks in reading order (may be empty when the parser gives none).
+        tables: tables as HTML strings (one ``<table>`` each) in reading order.
+        parser: registered parser name, e.g. ``"pymupdf"``.
+        parser_version: version of the underlying library (e.g. PyMuPDF's), recorded in the report.
+        settings: every option that changes the output (text flags, sort order, DPI, strategy...), JSON-serialisable.
+        elapsed_s: wall time of parsing in seconds (kept out of report.json so reports stay byte-identical).
+        warnings: non-fatal problems the parser reported.
+        extras: later-stage outputs supplied by a precomputed pipeline (``clean_text``, ``language``, ``pii``,
+            ``dup_cluster``, ``chunks``), keyed by those names.
+    """
+
+    text: str
+    pages: tuple[str, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    tables: tuple[str, ...] = ()
+    parser: str = ""
+    parser_version: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+    extras: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,69 @@
+"""The parser plug point: one abstract class, its errors, and the result type it returns.
+
+A parser is registered under the entry-point group ``ingestaudit.parsers`` (name -> ``module:Class``); ingestaudit's
+own parsers register the same way in its ``pyproject.toml``, so a user's parser plugs in without editing ingestaudit.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from ingestaudit.document import Document
+from ingestaudit.model import ParsedDocument
+
+
+class ParserError(Exception):
+    """A parser failed on one document (corrupt, encrypted, empty file...). The message names the cause; the runner
+    turns it into an ``error`` row for that document and goes on."""
+
+
+class UnsupportedFormat(ParserError):
+    """The parser does not handle this file type at all; the runner records a ``skipped`` row, not an error."""
+
+
+class ParserUnavailable(Exception):
+    """The parser's library or binary is missing. The message says what to install."""
+
+
+class Parser(ABC):
+    """Turns a source document into a `ParsedDocument`.
+
+    Subclasses set ``name`` and ``extensions`` (lower-case suffixes with dot), and implement `parse`. Construction must
+    be cheap: import heavy libraries inside `parse`/`version`, never at module import time.
+    """
+
+    name: ClassVar[str]
+    extensions: ClassVar[frozenset[str]]
+
+    def supports(self, document: Document) -> bool:
+        """True when this parser handles ``document``'s file type."""
+        return document.suffix in self.extensions
+
+    @abstractmethod
+    def parse(self, document: Document) -> ParsedDocument:
+        """Parse one document.
+
+        Raises:
+            UnsupportedFormat: the file type is not handled by this parser.
+            ParserError: the document could not be parsed (message names the file and the cause).
+        """
+
+    @abstractmethod
+    def version(self) -> str:
+        """Version of the underlying library or binary, e.g. ``"1.26.3"``.
+
+        Raises:
+            ParserUnavailable: the library or binary is not installed.
+        """
+
+    def settings(self) -> dict[str, Any]:
+        """Every option that changes this parser's output, JSON-serialisable; printed in the report."""
+        return {}
+
+    def available(self) -> tuple[bool, str]:
+        """``(True, version)`` when usable here, else ``(False, what to install)``."""
+        try:
+            return True, self.version()
+        except ParserUnavailable as exc:
+            return False, str(exc)

@@ -1,0 +1,94 @@
+"""Compare two reports summary row by summary row: the gate of nightly regression jobs.
+
+A row regresses when its headline value (micro when defined, else macro) moves in the bad direction by more than the
+budget, or when fewer documents were measured (``n_docs`` dropped: a document that now fails must not hide behind a
+better-looking average), or when a row of the baseline is missing from the new report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ingestaudit.metrics import specs
+from ingestaudit.report.schema import Report, SummaryRow
+
+DEFAULT_BUDGET = 0.01  # absolute change of the headline value tolerated before a row counts as regressed
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """One compared row: key, baseline and new headline values, and why it regressed (``""`` if it did not)."""
+
+    key: str
+    base: float | None
+    head: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """All compared rows, and the regressed ones."""
+
+    changes: list[RowChange]
+    budget: float
+
+    @property
+    def regressions(self) -> list[RowChange]:
+        """Rows that regressed."""
+        return [c for c in self.changes if c.reason]
+
+
+def headline(row: SummaryRow) -> float | None:
+    """The value a gate compares: micro when defined, else macro."""
+    return row.micro if row.micro is not None else row.macro
+
+
+def _key(r: SummaryRow) -> str:
+    return f"{r.parser} {r.doc_class} {r.metric}" + (f"[{r.label}]" if r.label else "")
+
+
+def compare_reports(base: Report, head: Report, budget: float = DEFAULT_BUDGET) -> Comparison:
+    """Compare ``head`` with ``base``; rows are matched on parser, class, metric and label.
+
+    Args:
+        budget: largest tolerated change of the headline value in the bad direction (absolute, >= 0).
+
+    Raises:
+        ValueError: negative budget.
+    """
+    if budget < 0:
+        raise ValueError("budget must be >= 0")
+    new = {_key(r): r for r in head.summary}
+    changes = []
+    for b in base.summary:
+        key = _key(b)
+        h = new.get(key)
+        if h is None:
+            changes.append(RowChange(key, headline(b), None, "missing from the new report"))
+            continue
+        bv, hv = headline(b), headline(h)
+        reason = ""
+        if h.n_docs < b.n_docs:
+            reason = f"fewer documents measured ({b.n_docs} -> {h.n_docs}); states {h.states}"
+        elif bv is not None and hv is None:
+            reason = "no value in the new report"
+        elif bv is not None and hv is not None:
+            try:
+                higher = specs.get(b.metric).higher_is_better
+            except KeyError:
+                higher = True
+            worse = (bv - hv) if higher else (hv - bv)
+            if worse > budget:
+                reason = f"worse by {worse:.4f} (budget {budget:g})"
+        changes.append(RowChange(key, bv, hv, reason))
+    return Comparison(changes, budget)
+
+
+def render_comparison(c: Comparison) -> str:
+    """Plain-text list of the regressed rows (or a one-line all-clear)."""
+    regs = c.regressions
+    if not regs:
+        return f"no regression in {len(c.changes)} compared rows (budget {c.budget:g})"
+    lines = [f"{len(regs)} regression(s) in {len(c.changes)} compared rows:"]
+    lines += [f"  {r.key}: {r.base} -> {r.head}: {r.reason}" for r in regs]
+    return "\n".join(lines)

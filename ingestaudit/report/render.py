@@ -1,0 +1,79 @@
+"""Renderers: views of a `Report`. Each takes the report and returns a string (the terminal one prints)."""
+
+from __future__ import annotations
+
+from ingestaudit.report.schema import Report
+from ingestaudit.report.tables import class_tables, direction
+
+LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
+          "other states counted after n. ↓ lower is better, ↑ higher is better.")
+
+
+def _header(report: Report) -> list[str]:
+    parsers = ", ".join(f"{p.name} {p.version}" for p in report.parsers)
+    docs = ", ".join(f"{c}: {n}" for c, n in report.corpus.documents.items())
+    return [f"corpus {report.corpus.path} ({docs}); fingerprint {report.corpus.fingerprint[:12]}",
+            f"parsers: {parsers}; seed {report.config.get('run', {}).get('seed')}"]
+
+
+def render_markdown(report: Report) -> str:
+    """The report as GitHub-flavoured Markdown: header, legend, one table per class, failures."""
+    out = ["# ingestaudit report", "", *(f"- {line}" for line in _header(report)), "", LEGEND, ""]
+    for t in class_tables(report):
+        out += [f"## {t.doc_class}", "", "| metric | " + " | ".join(t.parsers) + " |",
+                "|---|" + "---|" * len(t.parsers)]
+        for name, cells in t.rows:
+            out.append(f"| {name} {direction(name)} | "
+                       + " | ".join(f"{c.value}<br>{c.extra}" if c.value else "" for c in cells) + " |")
+        out.append("")
+    out += [f"## Failures ({len(report.failures)})", ""]
+    out += [f"- `{f.doc_id}` {f.parser or '-'} {f.stage}: {f.message}" for f in report.failures] or ["none"]
+    return "\n".join(out) + "\n"
+
+
+def render_terminal(report: Report, console) -> None:
+    """Print one rich table per class to ``console`` (a ``rich.console.Console``), then the failure count."""
+    from rich.table import Table
+
+    for line in _header(report):
+        console.print(line, highlight=False)
+    for t in class_tables(report):
+        table = Table(title=f"class: {t.doc_class}", title_justify="left")
+        table.add_column("metric")
+        for p in t.parsers:
+            table.add_column(p)
+        for name, cells in t.rows:
+            table.add_row(f"{name} {direction(name)}", *(f"{c.value}\n[dim]{c.extra}[/dim]" if c.value else ""
+                                                         for c in cells))
+        console.print(table)
+    console.print(LEGEND, style="dim", highlight=False)
+    if report.failures:
+        console.print(f"{len(report.failures)} failure(s); see report.json 'failures' or report.md", style="yellow")
+
+
+_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ingestaudit report</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}
+td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}small{color:#666}</style></head><body>
+<h1>ingestaudit report</h1>
+<ul>{% for line in header %}<li>{{ line }}</li>{% endfor %}</ul>
+<p><small>{{ legend }}</small></p>
+{% for t in tables %}<h2>{{ t.doc_class }}</h2>
+<table><tr><th>metric</th>{% for p in t.parsers %}<th>{{ p }}</th>{% endfor %}</tr>
+{% for name, cells in t.rows %}<tr><td>{{ name }} {{ direction(name) }}</td>
+{% for c in cells %}<td>{{ c.value }}<br><small>{{ c.extra }}</small></td>{% endfor %}</tr>
+{% endfor %}</table>{% endfor %}
+<h2>Failures ({{ failures|length }})</h2>
+<ul>{% for f in failures %}<li><code>{{ f.doc_id }}</code> {{ f.parser or "-" }} {{ f.stage }}: {{ f.message }}</li>
+{% else %}<li>none</li>{% endfor %}</ul>
+</body></html>
+"""
+
+
+def render_html(report: Report) -> str:
+    """The report as a standalone HTML page (jinja2, autoescaped: user-supplied names cannot inject markup)."""
+    from jinja2 import Environment
+
+    env = Environment(autoescape=True)
+    return env.from_string(_HTML).render(header=_header(report), legend=LEGEND, tables=class_tables(report),
+                                         direction=direction, failures=report.failures)

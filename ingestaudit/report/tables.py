@@ -1,0 +1,62 @@
+"""The view model shared by the terminal, Markdown and HTML renderers: one table per class, metrics x parsers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ingestaudit.metrics import specs
+from ingestaudit.report.schema import ALL_CLASSES, Report, SummaryRow
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One summary row as text: ``value`` = micro (macro), ``extra`` = interval, n and non-ok state counts."""
+
+    value: str
+    extra: str
+
+
+@dataclass(frozen=True)
+class ClassTable:
+    """Rows of metric names (with label) by parser columns, for one document class."""
+
+    doc_class: str
+    parsers: list[str]
+    rows: list[tuple[str, list[Cell]]]
+
+
+def fmt(x: float | None) -> str:
+    """A value with 4 decimals, or an em dash for None."""
+    return "—" if x is None else f"{x:.4f}"
+
+
+def cell(row: SummaryRow | None) -> Cell:
+    """Format one summary row (None when the parser has no row for that metric)."""
+    if row is None:
+        return Cell("", "")
+    value = f"{fmt(row.micro)} ({fmt(row.macro)})" if row.micro is not None else fmt(row.macro)
+    other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
+    ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}] " if row.ci_low is not None else ""
+    return Cell(value, f"{ci}n={row.n_docs}" + (f"; {other}" if other else ""))
+
+
+def class_tables(report: Report) -> list[ClassTable]:
+    """One table per class (sorted, ``__all__`` last), rows ``metric[label]``, columns the report's parsers."""
+    parsers = [p.name for p in report.parsers]
+    by_class: dict[str, dict[str, dict[str, SummaryRow]]] = {}
+    for r in report.summary:
+        name = r.metric + (f"[{r.label}]" if r.label else "")
+        by_class.setdefault(r.doc_class, {}).setdefault(name, {})[r.parser] = r
+    tables = []
+    for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
+        rows = [(name, [cell(by_parser.get(p)) for p in parsers]) for name, by_parser in sorted(by_class[cls].items())]
+        tables.append(ClassTable(cls, parsers, rows))
+    return tables
+
+
+def direction(metric: str) -> str:
+    """``"↑"`` when higher is better, ``"↓"`` when lower is better, ``""`` for unregistered metrics."""
+    try:
+        return "↑" if specs.get(metric.split("[", 1)[0]).higher_is_better else "↓"
+    except KeyError:
+        return ""

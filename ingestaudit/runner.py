@@ -1,0 +1,248 @@
+"""Orchestration: corpus -> parsers -> auditors -> report.
+
+Each (document, parser) pair is one task, run in a process pool (pebble) under a per-task time budget, so a hang or a
+crash in a parser becomes an ``error`` row for that document and the run goes on. Results are sorted before the report
+is built, so ``--workers 1`` and ``--workers N`` give byte-identical reports.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from ingestaudit import __version__
+from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.registry import load_auditor, stage_names
+from ingestaudit.config import Config
+from ingestaudit.corpus import Corpus
+from ingestaudit.document import Document
+from ingestaudit.measurement import Measurement, Score, State
+from ingestaudit.parsers.base import Parser, ParserError, UnsupportedFormat
+from ingestaudit.report.aggregate import summarize
+from ingestaudit.report.schema import CorpusInfo, Failure, MeasurementRow, ParserInfo, Report, ToolInfo
+from ingestaudit.truth import Truth, TruthError, load_truth
+
+ENV_PACKAGES = ("ingestaudit", "pymupdf", "jiwer", "rapidfuzz", "unstructured", "pytesseract", "apted", "datasketch",
+                "numpy", "scipy", "pydantic", "ftfy", "confusable-homoglyphs")
+
+
+@dataclass(frozen=True)
+class ParserSpec:
+    """How a worker builds a parser: a registered name with options, or a precomputed-output folder."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    precomputed_root: Path | None = None
+
+    def build(self) -> Parser:
+        """Instantiate the parser (raises what `load_parser` raises)."""
+        if self.precomputed_root is not None:
+            from ingestaudit.parsers.precomputed import PrecomputedParser
+
+            return PrecomputedParser(self.precomputed_root, self.name)
+        from ingestaudit.parsers.registry import load_parser
+
+        return load_parser(self.name, self.options)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One document x parser, with the truth already loaded and the stages to audit."""
+
+    document: Document
+    doc_class: str
+    truth: Truth
+    parser: ParserSpec
+    stages: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # (stage, sorted options)
+
+
+@dataclass
+class TaskResult:
+    """What a task returns: its measurement rows and failures (stage, message)."""
+
+    measurements: list[Measurement]
+    failures: list[tuple[str, str]]
+    elapsed_s: float = 0.0
+
+
+_PARSERS: dict[ParserSpec | str, Parser] = {}
+_AUDITORS: dict[tuple, Auditor] = {}
+
+
+def _auditor(stage: str, options: tuple[tuple[str, Any], ...]) -> Auditor:
+    key = (stage, options)
+    if key not in _AUDITORS:
+        _AUDITORS[key] = load_auditor(stage, dict(options))
+    return _AUDITORS[key]
+
+
+def _parser(spec: ParserSpec) -> Parser:
+    key = repr(spec)
+    if key not in _PARSERS:
+        _PARSERS[key] = spec.build()
+    return _PARSERS[key]
+
+
+def _rows_in_state(task: Task, auditors: list[Auditor], state: State, reason: str) -> list[Measurement]:
+    return [Measurement.of(Score.missing(spec.name, state, reason), doc_id=task.document.doc_id,
+                           doc_class=task.doc_class, parser=task.parser.name)
+            for a in auditors for spec in a.metrics]
+
+
+def run_task(task: Task) -> TaskResult:
+    """Parse one document with one parser and run every selected auditor on it (executed in a worker process).
+
+    Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped``
+    rows, a missing precomputed output ``no_prediction`` rows; an auditor that raises gives ``error`` rows for its
+    stage only.
+    """
+    import time
+
+    auditors = [_auditor(stage, opts) for stage, opts in task.stages]
+    applicable = [a for a in auditors if a.applies(task.truth)]
+    rows = _rows_in_state(task, [a for a in auditors if a not in applicable], State.NO_REFERENCE,
+                          "no truth for this stage")
+    if not applicable:
+        return TaskResult(rows, [])
+    t0 = time.perf_counter()
+    try:
+        parsed = _parser(task.parser).parse(task.document)
+    except UnsupportedFormat as exc:
+        return TaskResult(rows + _rows_in_state(task, applicable, State.SKIPPED, str(exc)), [])
+    except ParserError as exc:
+        missing = type(exc).__name__ == "MissingOutput"
+        state = State.NO_PREDICTION if missing else State.ERROR
+        fails = [] if missing else [("parse", str(exc))]
+        return TaskResult(rows + _rows_in_state(task, applicable, state, str(exc)), fails)
+    except Exception as exc:  # a parser bug must not stop the run
+        msg = f"{type(exc).__name__}: {exc}"
+        return TaskResult(rows + _rows_in_state(task, applicable, State.ERROR, msg), [("parse", msg)])
+    elapsed = time.perf_counter() - t0
+    failures: list[tuple[str, str]] = []
+    for a in applicable:
+        try:
+            scores = a.audit(task.truth, parsed)
+            rows += [Measurement.of(s, doc_id=task.document.doc_id, doc_class=task.doc_class,
+                                    parser=task.parser.name) for s in scores]
+        except Exception as exc:
+            msg = f"{type(exc).__name__}: {exc}"
+            rows += _rows_in_state(task, [a], State.ERROR, msg)
+            failures.append((a.stage, msg))
+    return TaskResult(rows, failures, elapsed)
+
+
+def _execute(tasks: list[Task], workers: int, timeout_s: float,
+             progress: Callable[[], None] | None) -> list[TaskResult]:
+    """Run tasks in a pebble process pool; a timeout or a dead worker becomes error rows for that task."""
+    from pebble import ProcessExpired, ProcessPool
+
+    results: list[TaskResult] = []
+    with ProcessPool(max_workers=workers) as pool:
+        futures = [pool.schedule(run_task, args=(t,), timeout=timeout_s) for t in tasks]
+        for task, fut in zip(tasks, futures):
+            try:
+                results.append(fut.result())
+            except FutureTimeout:
+                msg = f"exceeded the per-document time budget of {timeout_s:g} s"
+                results.append(_failed(task, msg))
+            except ProcessExpired as exc:
+                results.append(_failed(task, f"worker process died (exit code {exc.exitcode})"))
+            except Exception as exc:
+                results.append(_failed(task, f"{type(exc).__name__}: {exc}"))
+            if progress:
+                progress()
+    return results
+
+
+def _failed(task: Task, msg: str) -> TaskResult:
+    auditors = [_auditor(stage, opts) for stage, opts in task.stages]
+    return TaskResult(_rows_in_state(task, auditors, State.ERROR, msg), [("parse", msg)])
+
+
+def _environment() -> dict[str, Any]:
+    packages = {}
+    for name in ENV_PACKAGES:
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = "not installed"
+    return {"python": platform.python_version(), "packages": packages}
+
+
+def select_stages(requested: list[str], truths: list[Truth], options: dict[str, dict[str, Any]]) -> list[str]:
+    """The stages to audit: ``requested`` when given (validated), else every stage that applies to some document.
+
+    Raises:
+        UnknownStage: a requested stage does not exist.
+    """
+    if requested:
+        for s in requested:
+            load_auditor(s, options.get(s))  # raises UnknownStage / ValueError early, in the main process
+        return [s for s in stage_names() if s in requested]
+    return [s for s in stage_names() if any(load_auditor(s, options.get(s)).applies(t) for t in truths)]
+
+
+def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
+        progress: Callable[[int], Callable[[], None]] | None = None) -> Report:
+    """Audit ``corpus`` with ``parsers`` and build the report.
+
+    Args:
+        corpus: a discovered corpus; documents whose truth fails to load are audited with empty truth (stages needing
+            truth give ``no_reference``) and their truth problems are listed in ``failures``.
+        parsers: parser specs, in report order.
+        config: effective configuration (stages, seed, workers, budgets, options).
+        progress: called once with the number of tasks; returns a callback invoked after each task.
+
+    Raises:
+        UnknownStage, ValueError: bad stage or option (before anything runs).
+    """
+    failures: list[Failure] = []
+    truths: dict[str, Truth] = {}
+    for doc in corpus.documents:
+        try:
+            truths[doc.doc_id] = load_truth(doc, corpus.root)
+        except TruthError as exc:
+            truths[doc.doc_id] = Truth()
+            failures += [Failure(doc_id=doc.doc_id, parser="", stage="truth", message=str(p)) for p in exc.problems]
+    opts = config.auditor_options
+    stages = select_stages(config.run.stages, list(truths.values()), opts)
+    stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
+    tasks = [Task(doc, truths[doc.doc_id].doc_class or doc.doc_class, truths[doc.doc_id], p, stage_args)
+             for doc in corpus.documents for p in parsers]
+    tick = progress(len(tasks)) if progress else None
+    results = _execute(tasks, config.run.workers, config.run.doc_timeout_s, tick)
+
+    rows: list[MeasurementRow] = []
+    for task, res in zip(tasks, results):
+        rows += [MeasurementRow(doc_id=m.doc_id, doc_class=m.doc_class, parser=m.parser, stage=m.stage,
+                                metric=m.metric, label=m.label, value=m.value, numerator=m.numerator,
+                                denominator=m.denominator, state=m.state.value, detail=m.detail)
+                 for m in res.measurements]
+        failures += [Failure(doc_id=task.document.doc_id, parser=task.parser.name, stage=stage, message=msg)
+                     for stage, msg in res.failures]
+    order = {p.name: i for i, p in enumerate(parsers)}
+    rows.sort(key=lambda r: (r.doc_id, order[r.parser], r.stage, r.metric, r.label))
+    failures.sort(key=lambda f: (f.doc_id, order.get(f.parser, -1), f.stage, f.message))
+
+    infos = []
+    for p in parsers:
+        built = p.build()
+        infos.append(ParserInfo(name=p.name, kind="precomputed" if p.precomputed_root else "registered",
+                                version=built.available()[1] if built.available()[0] else "unavailable",
+                                settings=built.settings()))
+    effective = config.model_dump(mode="json")
+    effective["run"]["stages"] = stages
+    del effective["run"]["workers"]  # changes speed, never numbers: keep reports of 1 and N workers identical
+    effective["auditors"] = {s: _auditor(s, a).options() for s, a in stage_args}
+    summary = summarize(rows, [p.name for p in parsers], seed=config.run.seed,
+                        n_resamples=config.report.bootstrap_resamples, confidence=config.report.confidence)
+    return Report(
+        tool=ToolInfo(name="ingestaudit", version=__version__),
+        corpus=CorpusInfo(path=str(corpus.root), fingerprint=corpus.fingerprint(), documents=corpus.classes()),
+        config=effective, environment=_environment(), parsers=infos, measurements=rows, summary=summary,
+        failures=failures)

@@ -1,0 +1,282 @@
+"""The truth schema (pydantic models) and the loader that reads a document's labels from ``truth/``.
+
+Shapes follow DESIGN.md, "Truth file fields". Unknown keys are errors naming the file and the key. Offsets are Unicode
+code points, end exclusive.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ingestaudit.document import Document
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Span(_Strict):
+    """A labelled character span ``[start, end)`` in code points of the text it refers to."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    type: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Span":
+        if self.end < self.start:
+            raise ValueError(f"end ({self.end}) is before start ({self.start})")
+        return self
+
+
+class Heading(_Strict):
+    """A heading in document order; ``level`` 1 is the top level."""
+
+    level: int = Field(ge=1, le=9)
+    text: str = Field(min_length=1)
+
+
+class TextCheck(_Strict):
+    """olmOCR-style assertion: ``text`` is present (or absent) in the output within ``max_diffs`` edits."""
+
+    type: Literal["present", "absent"]
+    text: str = Field(min_length=1)
+    max_diffs: int = Field(default=0, ge=0)
+
+
+class OrderCheck(_Strict):
+    """olmOCR-style assertion: ``before`` occurs before ``after`` in the output, each within ``max_diffs`` edits."""
+
+    type: Literal["order"]
+    before: str = Field(min_length=1)
+    after: str = Field(min_length=1)
+    max_diffs: int = Field(default=0, ge=0)
+
+
+Check = Annotated[Union[TextCheck, OrderCheck], Field(discriminator="type")]
+
+
+class Boilerplate(_Strict):
+    """Boilerplate labels: spans on a given ``text``, and/or segments that must survive (``with``) or be removed
+    (``without``), as in trafilatura's evaluation data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    text: str | None = None
+    spans: list[Span] = []
+    with_: list[str] = Field(default=[], alias="with")
+    without: list[str] = []
+
+    @model_validator(mode="after")
+    def _spans_need_text(self) -> "Boilerplate":
+        if self.spans and self.text is None:
+            raise ValueError("'spans' need the 'text' they refer to")
+        return self
+
+
+def normalize_language(tag: str) -> str:
+    """Map an ISO 639-1, ISO 639-3 or BCP 47 tag to its ISO 639-1 code (or ISO 639-3 when no 2-letter code exists),
+    using ``langcodes``.
+
+    Raises:
+        ValueError: the tag is not a valid language tag.
+    """
+    import langcodes
+
+    try:
+        lang = langcodes.Language.get(tag)
+    except (ValueError, LookupError) as exc:
+        raise ValueError(f"{tag!r} is not a language tag ({exc})") from None
+    if not lang.language or lang.language == "und" or not lang.is_valid():
+        raise ValueError(f"{tag!r} is not a known language tag")
+    return lang.language
+
+
+class TruthFile(_Strict):
+    """The JSON truth file ``truth/<class>/<name>.json``; every key optional."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    text: str | None = None
+    tables: list[str] = []
+    headings: list[Heading] = []
+    checks: list[Check] = []
+    boilerplate: Boilerplate | None = None
+    pii: list[Span] = []
+    language: str | None = None
+    dup_group: str | None = None
+    sections: list[dict[str, Any]] = []
+    class_: str | None = Field(default=None, alias="class")
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, v: str | None) -> str | None:
+        return None if v is None else normalize_language(v)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One label error: the file, the field path inside it (``""`` for the whole file) and what is wrong."""
+
+    file: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field or '<file>'}: {self.message}"
+
+
+class TruthError(Exception):
+    """A document's truth could not be loaded; ``problems`` lists every error with its file and field."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__("; ".join(map(str, problems)))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Every label of one document, merged from its truth files.
+
+    ``text`` is the reference text (from ``.txt``, the JSON ``text`` key, or a PAGE XML / ALTO ground-truth file);
+    None when there is none. The other fields are as in `TruthFile`.
+    """
+
+    text: str | None = None
+    tables: tuple[str, ...] = ()
+    headings: tuple[Heading, ...] = ()
+    checks: tuple[TextCheck | OrderCheck, ...] = ()
+    boilerplate: Boilerplate | None = None
+    pii: tuple[Span, ...] = ()
+    language: str | None = None
+    dup_group: str | None = None
+    sections: tuple[dict[str, Any], ...] = ()
+    doc_class: str | None = None
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("TextCheck", "OrderCheck", "present", "absent", "order"):
+            continue  # discriminated-union tags pydantic inserts into the location
+        else:
+            out += ("." if out else "") + ("with" if part == "with_" else str(part))
+    return out
+
+
+def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
+    """Validate key by key, so one bad key never hides the problems (or the valid labels) of the others."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        return TruthFile(), [Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]
+    except json.JSONDecodeError as exc:
+        return TruthFile(), [Problem(rel, "", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+    except OSError as exc:
+        return TruthFile(), [Problem(rel, "", f"unreadable: {exc.strerror}")]
+    if not isinstance(raw, dict):
+        return TruthFile(), [Problem(rel, "", f"must be a JSON object, not {type(raw).__name__}")]
+    problems: list[Problem] = []
+    valid: dict[str, Any] = {}
+    for key, value in raw.items():
+        try:
+            TruthFile.model_validate({key: value})
+            valid[key] = value
+        except ValidationError as exc:
+            for err in exc.errors():
+                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+                problems.append(Problem(rel, _field_path(err["loc"]), msg))
+    return TruthFile.model_validate(valid), problems
+
+
+def read_truth_file(path: Path, rel: str) -> TruthFile:
+    """Parse and validate one JSON truth file.
+
+    Args:
+        path: the file.
+        rel: the path shown in problems (relative to the corpus root).
+
+    Raises:
+        TruthError: unreadable file, invalid JSON or schema errors, each with its field path (all of them).
+    """
+    tf, problems = _parse_truth_file(path, rel)
+    if problems:
+        raise TruthError(problems)
+    return tf
+
+
+def _read_text(path: Path, rel: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TruthError([Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]) from None
+    except OSError as exc:
+        raise TruthError([Problem(rel, "", f"unreadable: {exc.strerror}")]) from None
+
+
+def load_truth(document: Document, root: Path) -> Truth:
+    """Load and merge every truth file of ``document``; offsets of spans are checked against the text they index.
+
+    Args:
+        document: the document whose ``truth_*`` paths are read.
+        root: corpus root, used to show relative paths in problems.
+
+    Raises:
+        TruthError: with every problem found (file + field), never only the first.
+    """
+    problems: list[Problem] = []
+    tf = TruthFile()
+    text: str | None = None
+    if document.truth_json is not None:
+        tf, problems = _parse_truth_file(document.truth_json, document.truth_json.relative_to(root).as_posix())
+    if document.truth_txt is not None:
+        rel_txt = document.truth_txt.relative_to(root).as_posix()
+        try:
+            text = _read_text(document.truth_txt, rel_txt)
+        except TruthError as exc:
+            problems += exc.problems
+        if tf.text is not None:
+            problems.append(Problem(rel_txt, "", "reference text given twice (.txt and the JSON 'text' key)"))
+    text = tf.text if text is None else text
+    tables = list(tf.tables)
+    for extra in document.truth_extra:
+        rel = extra.relative_to(root).as_posix()
+        try:
+            if extra.name.endswith(".tables.html"):
+                tables.append(_read_text(extra, rel))
+            elif text is None:
+                from ingestaudit.ocrxml import read_ocr_xml  # PAGE XML / ALTO reference text
+
+                text = read_ocr_xml(extra)
+            else:
+                problems.append(Problem(rel, "", "reference text given twice"))
+        except TruthError as exc:
+            problems += exc.problems
+        except ValueError as exc:
+            problems.append(Problem(rel, "", str(exc)))
+    if document.truth_json is not None and text is not None:
+        rel = document.truth_json.relative_to(root).as_posix()
+        problems += _span_problems(rel, "pii", tf.pii, text)
+    if tf.boilerplate is not None and tf.boilerplate.text is not None:
+        rel = document.truth_json.relative_to(root).as_posix()  # type: ignore[union-attr]
+        problems += _span_problems(rel, "boilerplate.spans", tf.boilerplate.spans, tf.boilerplate.text)
+    if tf.pii and text is None and document.truth_json is not None:
+        problems.append(Problem(document.truth_json.relative_to(root).as_posix(), "pii",
+                                "pii spans need a reference text (.txt or 'text')"))
+    if problems:
+        raise TruthError(problems)
+    return Truth(text=text, tables=tuple(tables), headings=tuple(tf.headings), checks=tuple(tf.checks),
+                 boilerplate=tf.boilerplate, pii=tuple(tf.pii), language=tf.language, dup_group=tf.dup_group,
+                 sections=tuple(tf.sections), doc_class=tf.class_)
+
+
+def _span_problems(rel: str, name: str, spans: list[Span] | tuple[Span, ...], text: str) -> list[Problem]:
+    return [Problem(rel, f"{name}[{i}]", f"span [{s.start}, {s.end}) is outside the text ({len(text)} code points)")
+            for i, s in enumerate(spans) if s.end > len(text)]

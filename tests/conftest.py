@@ -1,0 +1,19 @@
+"""Shared pytest fixtures: the location of the third-party labelled data in ../shared/data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("INGESTAUDIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of ../shared/data; skips the test when the folder is absent (a user's clone has none)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real labelled data not found at {SHARED_DATA} (set INGESTAUDIT_SHARED_DATA)")
+    return SHARED_DATA
