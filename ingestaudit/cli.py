@@ -95,6 +95,7 @@ def run(
             specs.append(ParserSpec(sub.name, precomputed_root=outputs.resolve()))
     if not specs:
         _fail("no parser to audit", "pass --parser NAME (see 'ingestaudit parsers') or --outputs DIR")
+    cfg.run.parsers = [s.name for s in specs]  # the report echoes what actually ran
     try:
         for s in specs:
             if s.precomputed_root is None:
@@ -238,6 +239,23 @@ def compare(
         _fail(str(exc))
     Console().print(render_comparison(comparison), highlight=False)
     raise typer.Exit(EXIT_GATE if comparison.regressions else EXIT_OK)
+
+
+@app.command("import")
+def import_(
+    kind: Annotated[str, typer.Argument(help="Data set format: olmocr-bench, dinglehopper or docling.")],
+    src: Annotated[Path, typer.Argument(help="The data set folder (only read).")],
+    dest: Annotated[Path, typer.Argument(help="Corpus folder to create (absent or empty).")],
+) -> None:
+    """Build a corpus (documents linked, truth and precomputed outputs written) from a public labelled data set."""
+    from ingestaudit.importers import ImporterError, import_corpus
+
+    try:
+        summary = import_corpus(kind, src, dest)
+    except ImporterError as exc:
+        _fail(str(exc), "see 'ingestaudit import --help'")
+    for line in summary.lines():
+        typer.echo(line)
 
 
 def main() -> None:

@@ -123,6 +123,6 @@ def discover(root: Path | str) -> Corpus:
         documents.append(Document(
             doc_id=doc_id, doc_class=doc_id.split("/", 1)[0], path=path,
             truth_txt=t.get(TRUTH_TEXT), truth_json=t.get(TRUTH_JSON),
-            truth_extra=tuple(t[k] for k in TRUTH_EXTRA if k in t)))
+            truth_extra=tuple(t[k] for k in TRUTH_EXTRA if k in t), corpus_root=root))
     files = tuple(sorted([*by_id.values(), *truth_files]))
     return Corpus(root, tuple(documents), tuple(problems), files)

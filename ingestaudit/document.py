@@ -17,6 +17,7 @@ class Document:
         truth_txt: ``truth/<id>.txt`` when it exists, else None.
         truth_json: ``truth/<id>.json`` when it exists, else None.
         truth_extra: other truth files of this document (PAGE XML, ALTO, ``.tables.html``), sorted.
+        corpus_root: the corpus folder the document was discovered in (None for documents made by hand).
     """
 
     doc_id: str
@@ -25,6 +26,7 @@ class Document:
     truth_txt: Path | None = None
     truth_json: Path | None = None
     truth_extra: tuple[Path, ...] = ()
+    corpus_root: Path | None = None
 
     @property
     def suffix(self) -> str:

@@ -49,6 +49,8 @@ class ParsedDocument:
         warnings: non-fatal problems the parser reported.
         extras: later-stage outputs supplied by a precomputed pipeline (``clean_text``, ``language``, ``pii``,
             ``dup_cluster``, ``chunks``), keyed by those names.
+        source_path: the source document's path, set by the runner, so that stages that need the raw source
+            (an HTML main-content extractor) can read it; None for documents made by hand.
     """
 
     text: str
@@ -61,3 +63,4 @@ class ParsedDocument:
     elapsed_s: float = 0.0
     warnings: tuple[str, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
+    source_path: str | None = None

@@ -10,21 +10,23 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from ingestaudit import __version__
-from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.base import Auditor, CorpusAuditor, CorpusItem
 from ingestaudit.auditors.registry import load_auditor, stage_names
 from ingestaudit.config import Config
 from ingestaudit.corpus import Corpus
 from ingestaudit.document import Document
 from ingestaudit.measurement import Measurement, Score, State
-from ingestaudit.parsers.base import Parser, ParserError, UnsupportedFormat
-from ingestaudit.report.aggregate import summarize
-from ingestaudit.report.schema import CorpusInfo, Failure, MeasurementRow, ParserInfo, Report, ToolInfo
+from ingestaudit.model import ParsedDocument
+from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
+from ingestaudit.report.aggregate import corpus_summary_row, summarize
+from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserInfo, Report, StageDetail,
+                                       SummaryRow, ToolInfo)
 from ingestaudit.truth import Truth, TruthError, load_truth
 
 ENV_PACKAGES = ("ingestaudit", "pymupdf", "jiwer", "rapidfuzz", "unstructured", "pytesseract", "apted", "datasketch",
@@ -63,11 +65,15 @@ class Task:
 
 @dataclass
 class TaskResult:
-    """What a task returns: its measurement rows and failures (stage, message)."""
+    """What a task returns: its measurement rows and failures (stage, message); for corpus-level stages also the
+    parsed document, or the state and reason why there is none."""
 
     measurements: list[Measurement]
     failures: list[tuple[str, str]]
     elapsed_s: float = 0.0
+    parsed: ParsedDocument | None = None
+    parse_state: State = State.OK
+    parse_reason: str = ""
 
 
 _PARSERS: dict[ParserSpec | str, Parser] = {}
@@ -89,39 +95,46 @@ def _parser(spec: ParserSpec) -> Parser:
 
 
 def _rows_in_state(task: Task, auditors: list[Auditor], state: State, reason: str) -> list[Measurement]:
+    """A row in ``state`` for every metric of the per-document ``auditors`` (corpus-level ones get none)."""
     return [Measurement.of(Score.missing(spec.name, state, reason), doc_id=task.document.doc_id,
                            doc_class=task.doc_class, parser=task.parser.name)
-            for a in auditors for spec in a.metrics]
+            for a in auditors if not isinstance(a, CorpusAuditor) for spec in a.metrics]
 
 
 def run_task(task: Task) -> TaskResult:
-    """Parse one document with one parser and run every selected auditor on it (executed in a worker process).
+    """Parse one document with one parser and run every selected per-document auditor on it (in a worker process).
 
     Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped``
-    rows, a missing precomputed output ``no_prediction`` rows; an auditor that raises gives ``error`` rows for its
-    stage only.
+    rows, a missing output ``no_prediction`` rows; an auditor that raises gives ``error`` rows for its stage only.
+    When corpus-level stages are selected, the parsed document (or why there is none) is returned for them.
     """
     import time
 
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
-    applicable = [a for a in auditors if a.applies(task.truth)]
-    rows = _rows_in_state(task, [a for a in auditors if a not in applicable], State.NO_REFERENCE,
+    corpus_level = any(isinstance(a, CorpusAuditor) for a in auditors)
+    per_doc = [a for a in auditors if not isinstance(a, CorpusAuditor)]
+    applicable = [a for a in per_doc if a.applies(task.truth)]
+    rows = _rows_in_state(task, [a for a in per_doc if a not in applicable], State.NO_REFERENCE,
                           "no truth for this stage")
-    if not applicable:
+    if not applicable and not corpus_level:
         return TaskResult(rows, [])
+
+    def without_output(state: State, msg: str, fails: list[tuple[str, str]]) -> TaskResult:
+        return TaskResult(rows + _rows_in_state(task, applicable, state, msg), fails, parse_state=state,
+                          parse_reason=msg)
+
     t0 = time.perf_counter()
     try:
-        parsed = _parser(task.parser).parse(task.document)
+        parsed = replace(_parser(task.parser).parse(task.document), source_path=str(task.document.path))
     except UnsupportedFormat as exc:
-        return TaskResult(rows + _rows_in_state(task, applicable, State.SKIPPED, str(exc)), [])
+        return without_output(State.SKIPPED, str(exc), [])
+    except NoOutput as exc:
+        return without_output(State.NO_PREDICTION, str(exc), [])
     except ParserError as exc:
-        missing = type(exc).__name__ == "MissingOutput"
-        state = State.NO_PREDICTION if missing else State.ERROR
-        fails = [] if missing else [("parse", str(exc))]
-        return TaskResult(rows + _rows_in_state(task, applicable, state, str(exc)), fails)
+        return without_output(State.ERROR, str(exc), [("parse", str(exc))])
     except Exception as exc:  # a parser bug must not stop the run
         msg = f"{type(exc).__name__}: {exc}"
-        return TaskResult(rows + _rows_in_state(task, applicable, State.ERROR, msg), [("parse", msg)])
+        return without_output(State.ERROR, msg, [("parse", msg)])
     elapsed = time.perf_counter() - t0
     failures: list[tuple[str, str]] = []
     for a in applicable:
@@ -133,7 +146,14 @@ def run_task(task: Task) -> TaskResult:
             msg = f"{type(exc).__name__}: {exc}"
             rows += _rows_in_state(task, [a], State.ERROR, msg)
             failures.append((a.stage, msg))
-    return TaskResult(rows, failures, elapsed)
+    return TaskResult(rows, failures, elapsed, parsed=parsed if corpus_level else None)
+
+
+def _worker_init() -> None:
+    """Per-worker set-up: one OCR thread per worker (Tesseract's OpenMP threads would fight the pool for cores)."""
+    import os
+
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 
 def _execute(tasks: list[Task], workers: int, timeout_s: float,
@@ -142,7 +162,7 @@ def _execute(tasks: list[Task], workers: int, timeout_s: float,
     from pebble import ProcessExpired, ProcessPool
 
     results: list[TaskResult] = []
-    with ProcessPool(max_workers=workers) as pool:
+    with ProcessPool(max_workers=workers, initializer=_worker_init) as pool:
         futures = [pool.schedule(run_task, args=(t,), timeout=timeout_s) for t in tasks]
         for task, fut in zip(tasks, futures):
             try:
@@ -161,7 +181,11 @@ def _execute(tasks: list[Task], workers: int, timeout_s: float,
 
 def _failed(task: Task, msg: str) -> TaskResult:
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
-    return TaskResult(_rows_in_state(task, auditors, State.ERROR, msg), [("parse", msg)])
+    applicable = [a for a in auditors if a.applies(task.truth)]
+    rows = _rows_in_state(task, [a for a in auditors if a not in applicable], State.NO_REFERENCE,
+                          "no truth for this stage")
+    return TaskResult(rows + _rows_in_state(task, applicable, State.ERROR, msg), [("parse", msg)],
+                      parse_state=State.ERROR, parse_reason=msg)
 
 
 def _environment() -> dict[str, Any]:
@@ -187,6 +211,55 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
     return [s for s in stage_names() if any(load_auditor(s, options.get(s)).applies(t) for t in truths)]
 
 
+def _load_truths(corpus: Corpus) -> tuple[dict[str, Truth], list[Failure]]:
+    truths: dict[str, Truth] = {}
+    failures: list[Failure] = []
+    for doc in corpus.documents:
+        try:
+            truths[doc.doc_id] = load_truth(doc, corpus.root)
+        except TruthError as exc:
+            truths[doc.doc_id] = Truth()
+            failures += [Failure(doc_id=doc.doc_id, parser="", stage="truth", message=str(p)) for p in exc.problems]
+    return truths, failures
+
+
+def _row(m: Measurement) -> MeasurementRow:
+    return MeasurementRow(doc_id=m.doc_id, doc_class=m.doc_class, parser=m.parser, stage=m.stage, metric=m.metric,
+                          label=m.label, value=m.value, numerator=m.numerator, denominator=m.denominator,
+                          state=m.state.value, detail=m.detail)
+
+
+def _corpus_stages(tasks: list[Task], results: list[TaskResult], parsers: list[ParserSpec],
+                   stage_args: tuple) -> tuple[list[MeasurementRow], list[SummaryRow], list[StageDetail],
+                                               list[Failure]]:
+    """Run every corpus-level auditor once per parser over the documents the workers parsed."""
+    rows: list[MeasurementRow] = []
+    summary: list[SummaryRow] = []
+    details: list[StageDetail] = []
+    failures: list[Failure] = []
+    for stage, opts in stage_args:
+        auditor = _auditor(stage, opts)
+        if not isinstance(auditor, CorpusAuditor):
+            continue
+        for spec in parsers:
+            items = [CorpusItem(t.document.doc_id, t.doc_class, t.truth, r.parsed, r.parse_state, r.parse_reason)
+                     for t, r in zip(tasks, results) if t.parser == spec]
+            try:
+                result = auditor.audit_corpus(items)
+            except Exception as exc:  # one stage failing never stops the report
+                msg = f"{type(exc).__name__}: {exc}"
+                failures.append(Failure(doc_id="", parser=spec.name, stage=stage, message=msg))
+                continue
+            classes = {i.doc_id: i.doc_class for i in items}
+            rows += [_row(Measurement.of(sc, doc_id=doc_id, doc_class=classes[doc_id], parser=spec.name))
+                     for doc_id, sc in result.doc_scores]
+            summary += [corpus_summary_row(sc, parser=spec.name, doc_class=cls, n_docs=n)
+                        for cls, sc, n in result.corpus_scores]
+            details += [StageDetail(parser=spec.name, stage=stage, name=name, data=data)
+                        for name, data in sorted(result.details.items())]
+    return rows, summary, details, failures
+
+
 def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
         progress: Callable[[int], Callable[[], None]] | None = None) -> Report:
     """Audit ``corpus`` with ``parsers`` and build the report.
@@ -201,14 +274,7 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
     Raises:
         UnknownStage, ValueError: bad stage or option (before anything runs).
     """
-    failures: list[Failure] = []
-    truths: dict[str, Truth] = {}
-    for doc in corpus.documents:
-        try:
-            truths[doc.doc_id] = load_truth(doc, corpus.root)
-        except TruthError as exc:
-            truths[doc.doc_id] = Truth()
-            failures += [Failure(doc_id=doc.doc_id, parser="", stage="truth", message=str(p)) for p in exc.problems]
+    truths, failures = _load_truths(corpus)
     opts = config.auditor_options
     stages = select_stages(config.run.stages, list(truths.values()), opts)
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
@@ -219,12 +285,12 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
 
     rows: list[MeasurementRow] = []
     for task, res in zip(tasks, results):
-        rows += [MeasurementRow(doc_id=m.doc_id, doc_class=m.doc_class, parser=m.parser, stage=m.stage,
-                                metric=m.metric, label=m.label, value=m.value, numerator=m.numerator,
-                                denominator=m.denominator, state=m.state.value, detail=m.detail)
-                 for m in res.measurements]
+        rows += [_row(m) for m in res.measurements]
         failures += [Failure(doc_id=task.document.doc_id, parser=task.parser.name, stage=stage, message=msg)
                      for stage, msg in res.failures]
+    corpus_rows, corpus_summary, details, corpus_failures = _corpus_stages(tasks, results, parsers, stage_args)
+    rows += corpus_rows
+    failures += corpus_failures
     order = {p.name: i for i, p in enumerate(parsers)}
     rows.sort(key=lambda r: (r.doc_id, order[r.parser], r.stage, r.metric, r.label))
     failures.sort(key=lambda f: (f.doc_id, order.get(f.parser, -1), f.stage, f.message))
@@ -232,17 +298,18 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
     infos = []
     for p in parsers:
         built = p.build()
+        ok, ver = built.available()
         infos.append(ParserInfo(name=p.name, kind="precomputed" if p.precomputed_root else "registered",
-                                version=built.available()[1] if built.available()[0] else "unavailable",
-                                settings=built.settings()))
+                                version=ver if ok else "unavailable", settings=built.settings()))
     effective = config.model_dump(mode="json")
     effective["run"]["stages"] = stages
     del effective["run"]["workers"]  # changes speed, never numbers: keep reports of 1 and N workers identical
     effective["auditors"] = {s: _auditor(s, a).options() for s, a in stage_args}
     summary = summarize(rows, [p.name for p in parsers], seed=config.run.seed,
-                        n_resamples=config.report.bootstrap_resamples, confidence=config.report.confidence)
+                        n_resamples=config.report.bootstrap_resamples, confidence=config.report.confidence,
+                        extra=corpus_summary)
     return Report(
         tool=ToolInfo(name="ingestaudit", version=__version__),
         corpus=CorpusInfo(path=str(corpus.root), fingerprint=corpus.fingerprint(), documents=corpus.classes()),
         config=effective, environment=_environment(), parsers=infos, measurements=rows, summary=summary,
-        failures=failures)
+        failures=failures, details=details)

@@ -21,6 +21,8 @@ class MetricSpec:
         low, high: value range; ``high=None`` means unbounded above (e.g. CER can exceed 1).
         ci: ``"wilson"`` for proportions of integer counts, ``"bootstrap"`` (documents resampled) otherwise.
         unit: what the numerator and denominator count (``"chars"``, ``"words"``, ``"checks"``, ``"docs"``...).
+        ideal: for metrics whose best value lies inside the range (completeness: 1.0), that value; gates then
+            measure the distance ``|value - ideal|`` and ``higher_is_better`` is ignored.
     """
 
     name: str
@@ -30,6 +32,13 @@ class MetricSpec:
     high: float | None = 1.0
     ci: Literal["wilson", "bootstrap"] = "bootstrap"
     unit: str = ""
+    ideal: float | None = None
+
+    def badness(self, value: float) -> float:
+        """How far ``value`` is from best, oriented so that larger is worse (used by regression gates)."""
+        if self.ideal is not None:
+            return abs(value - self.ideal)
+        return -value if self.higher_is_better else value
 
     @property
     def stage(self) -> str:

@@ -18,6 +18,11 @@ class ParserError(Exception):
     turns it into an ``error`` row for that document and goes on."""
 
 
+class NoOutput(ParserError):
+    """There is nothing to parse for this document with this parser (no precomputed output file, no reference
+    text): the runner records ``no_prediction``, not an error."""
+
+
 class UnsupportedFormat(ParserError):
     """The parser does not handle this file type at all; the runner records a ``skipped`` row, not an error."""
 

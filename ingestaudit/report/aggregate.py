@@ -16,7 +16,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from ingestaudit.measurement import State
+from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import specs
 from ingestaudit.metrics.intervals import Interval, bootstrap_ratio, wilson
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, SummaryRow
@@ -70,13 +70,26 @@ def summarize_group(rows: Sequence[MeasurementRow], *, parser: str, doc_class: s
         states=states)
 
 
+def corpus_summary_row(score: Score, *, parser: str, doc_class: str, n_docs: int) -> SummaryRow:
+    """A summary row for a corpus-level value (``level="corpus"``): ``micro`` is the value, ``macro`` None; an
+    interval is taken from ``score.detail["ci"]`` (``{"low", "high", "method"}``) when the auditor computed one."""
+    states = {s.value: 0 for s in State}
+    states[score.state.value] = 1
+    ci = score.detail.get("ci") or {}
+    return SummaryRow(parser=parser, doc_class=doc_class, stage=score.metric.split(".", 1)[0], metric=score.metric,
+                      label=score.label, n_docs=n_docs, micro=score.value, macro=None, ci_low=ci.get("low"),
+                      ci_high=ci.get("high"), ci_method=ci.get("method", "none (corpus-level value)"),
+                      states=states, level="corpus")
+
+
 def summarize(rows: Iterable[MeasurementRow], parser_order: Sequence[str], *, seed: int, n_resamples: int = 1000,
-              confidence: float = 0.95) -> list[SummaryRow]:
+              confidence: float = 0.95, extra: Sequence[SummaryRow] = ()) -> list[SummaryRow]:
     """Summary rows for every parser x class (sorted, then ``__all__``) x metric x label.
 
     Args:
         rows: measurement rows of the run.
         parser_order: parsers in the order they were asked for; the summary keeps it.
+        extra: corpus-level rows computed by corpus auditors, merged into the same order.
     """
     groups: dict[tuple[str, str, str, str], list[MeasurementRow]] = defaultdict(list)
     for r in rows:
@@ -88,5 +101,7 @@ def summarize(rows: Iterable[MeasurementRow], parser_order: Sequence[str], *, se
         parser, cls, metric, label = key
         return (rank.get(parser, len(rank)), parser, cls == ALL_CLASSES, cls, metric, label)
 
-    return [summarize_group(groups[k], parser=k[0], doc_class=k[1], seed=seed, n_resamples=n_resamples,
-                            confidence=confidence) for k in sorted(groups, key=order)]
+    out = [summarize_group(groups[k], parser=k[0], doc_class=k[1], seed=seed, n_resamples=n_resamples,
+                           confidence=confidence) for k in groups]
+    out += extra
+    return sorted(out, key=lambda r: order((r.parser, r.doc_class, r.metric, r.label)))

@@ -74,10 +74,10 @@ def compare_reports(base: Report, head: Report, budget: float = DEFAULT_BUDGET) 
             reason = "no value in the new report"
         elif bv is not None and hv is not None:
             try:
-                higher = specs.get(b.metric).higher_is_better
-            except KeyError:
-                higher = True
-            worse = (bv - hv) if higher else (hv - bv)
+                spec = specs.get(b.metric)
+                worse = spec.badness(hv) - spec.badness(bv)
+            except KeyError:  # a plug-in's metric we have no spec for: assume higher is better
+                worse = bv - hv
             if worse > budget:
                 reason = f"worse by {worse:.4f} (budget {budget:g})"
         changes.append(RowChange(key, bv, hv, reason))

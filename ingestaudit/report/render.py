@@ -6,7 +6,7 @@ from ingestaudit.report.schema import Report
 from ingestaudit.report.tables import class_tables, direction
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
-          "other states counted after n. ↓ lower is better, ↑ higher is better.")
+          "other states counted after n. ↓ lower is better, ↑ higher is better, →1 best at 1.")
 
 
 def _header(report: Report) -> list[str]:
@@ -32,19 +32,28 @@ def render_markdown(report: Report) -> str:
 
 
 def render_terminal(report: Report, console) -> None:
-    """Print one rich table per class to ``console`` (a ``rich.console.Console``), then the failure count."""
+    """Print one rich table per class to ``console`` (a ``rich.console.Console``), rows grouped by stage, then the
+    failure count. Intervals are left to the Markdown/HTML views to keep the table narrow."""
+    from rich.markup import escape
     from rich.table import Table
 
     for line in _header(report):
-        console.print(line, highlight=False)
-    for t in class_tables(report):
-        table = Table(title=f"class: {t.doc_class}", title_justify="left")
-        table.add_column("metric")
+        console.print(line, highlight=False, markup=False)
+    for t in class_tables(report, digits=3):
+        table = Table(title=escape(f"class: {t.doc_class}"), title_justify="left", show_lines=False)
+        table.add_column("metric", no_wrap=True)
         for p in t.parsers:
             table.add_column(p)
+        stage = None
         for name, cells in t.rows:
-            table.add_row(f"{name} {direction(name)}", *(f"{c.value}\n[dim]{c.extra}[/dim]" if c.value else ""
-                                                         for c in cells))
+            if name.split(".", 1)[0] != stage:
+                stage = name.split(".", 1)[0]
+                table.add_section()
+                table.add_row(f"[bold]{escape(stage)}[/bold]")
+            short = name.split(".", 1)[1]
+            table.add_row(escape(f" {short} {direction(name)}"),
+                          *(f"{escape(c.value)}\n[dim]{escape(c.extra.split('] ', 1)[-1])}[/dim]" if c.value else ""
+                            for c in cells))
         console.print(table)
     console.print(LEGEND, style="dim", highlight=False)
     if report.failures:

@@ -53,6 +53,10 @@ class MeasurementRow(_Model):
 
 
 class SummaryRow(_Model):
+    """One aggregate. ``level`` is ``"document"`` for aggregates of per-document rows, ``"corpus"`` for values that
+    exist only over a set of documents (pairwise dedup rates, per-language F1), where ``micro`` holds the value and
+    ``macro`` is None."""
+
     parser: str
     doc_class: str
     stage: str
@@ -65,6 +69,16 @@ class SummaryRow(_Model):
     ci_high: float | None
     ci_method: str
     states: dict[str, int]
+    level: str = "document"
+
+
+class StageDetail(_Model):
+    """A table too rich for rows (a confusion matrix, a parameter sweep) from one stage for one parser."""
+
+    parser: str
+    stage: str
+    name: str
+    data: Any
 
 
 class Failure(_Model):
@@ -86,6 +100,7 @@ class Report(_Model):
     measurements: list[MeasurementRow]
     summary: list[SummaryRow]
     failures: list[Failure]
+    details: list[StageDetail] = []
 
     def to_json(self) -> str:
         """Serialise as indented JSON; raises ValueError if a NaN or infinity slipped in (``allow_nan=False``)."""

@@ -25,23 +25,25 @@ class ClassTable:
     rows: list[tuple[str, list[Cell]]]
 
 
-def fmt(x: float | None) -> str:
-    """A value with 4 decimals, or an em dash for None."""
-    return "—" if x is None else f"{x:.4f}"
+def fmt(x: float | None, digits: int = 4) -> str:
+    """A value with ``digits`` decimals, or an em dash for None."""
+    return "—" if x is None else f"{x:.{digits}f}"
 
 
-def cell(row: SummaryRow | None) -> Cell:
+def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
     """Format one summary row (None when the parser has no row for that metric)."""
     if row is None:
         return Cell("", "")
-    value = f"{fmt(row.micro)} ({fmt(row.macro)})" if row.micro is not None else fmt(row.macro)
+    value = (f"{fmt(row.micro, digits)} ({fmt(row.macro, digits)})" if row.micro is not None
+             else fmt(row.macro, digits))
     other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
     ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}] " if row.ci_low is not None else ""
     return Cell(value, f"{ci}n={row.n_docs}" + (f"; {other}" if other else ""))
 
 
-def class_tables(report: Report) -> list[ClassTable]:
-    """One table per class (sorted, ``__all__`` last), rows ``metric[label]``, columns the report's parsers."""
+def class_tables(report: Report, digits: int = 4) -> list[ClassTable]:
+    """One table per class (sorted, ``__all__`` last), rows ``metric[label]``, columns the report's parsers; values
+    with ``digits`` decimals."""
     parsers = [p.name for p in report.parsers]
     by_class: dict[str, dict[str, dict[str, SummaryRow]]] = {}
     for r in report.summary:
@@ -49,14 +51,18 @@ def class_tables(report: Report) -> list[ClassTable]:
         by_class.setdefault(r.doc_class, {}).setdefault(name, {})[r.parser] = r
     tables = []
     for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
-        rows = [(name, [cell(by_parser.get(p)) for p in parsers]) for name, by_parser in sorted(by_class[cls].items())]
+        rows = [(name, [cell(by_parser.get(p), digits) for p in parsers]) for name, by_parser in sorted(by_class[cls].items())]
         tables.append(ClassTable(cls, parsers, rows))
     return tables
 
 
 def direction(metric: str) -> str:
-    """``"↑"`` when higher is better, ``"↓"`` when lower is better, ``""`` for unregistered metrics."""
+    """``"↑"`` when higher is better, ``"↓"`` when lower is better, ``"→1"`` when the best value is 1 (an ideal
+    inside the range), ``""`` for unregistered metrics."""
     try:
-        return "↑" if specs.get(metric.split("[", 1)[0]).higher_is_better else "↓"
+        spec = specs.get(metric.split("[", 1)[0])
     except KeyError:
         return ""
+    if spec.ideal is not None:
+        return f"→{spec.ideal:g}"
+    return "↑" if spec.higher_is_better else "↓"

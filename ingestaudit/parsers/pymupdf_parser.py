@@ -1,0 +1,278 @@
+"""The ``pymupdf`` parser: text layer extraction with PyMuPDF (MuPDF's ``fz_stext`` text device).
+
+Two choices change the numbers and are recorded in `PyMuPDFParser.settings`:
+
+- **Text flags** (``TEXT_*`` bit flags of ``Page.get_text``). PyMuPDF's default for ``"text"`` is
+  ``TEXTFLAGS_TEXT`` = ``TEXT_PRESERVE_LIGATURES | TEXT_PRESERVE_WHITESPACE | TEXT_MEDIABOX_CLIP |
+  TEXT_CID_FOR_UNKNOWN_UNICODE`` (PyMuPDF 1.24 to 2.0): ligatures such as U+FB03 "ﬃ" are kept as one character, so
+  "efficient" set with a ligature glyph comes out as "eﬃcient" (raw CER 2/9 against "efficient" per ligature).
+- **Ordering**: ``sort=False`` (default) keeps MuPDF's order, i.e. the content-stream order of the text blocks;
+  ``sort=True`` sorts by vertical then horizontal position, which on a two-column page interleaves the columns line
+  by line (PyMuPDF 2.0 pads the gap between the columns with spaces on one output line).
+
+Reference: PyMuPDF documentation, "TextPage" and "Text Extraction Flags Defaults"
+(https://pymupdf.readthedocs.io/en/latest/vars.html#text-extraction-flags).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ingestaudit.document import Document
+from ingestaudit.model import Block, ParsedDocument
+from ingestaudit.parsers.base import Parser, ParserError, ParserUnavailable, UnsupportedFormat
+
+#: Text-extraction flags this adapter accepts, by PyMuPDF constant name (canonical spelling).
+TEXT_FLAGS = (
+    "TEXT_PRESERVE_LIGATURES", "TEXT_PRESERVE_WHITESPACE", "TEXT_PRESERVE_IMAGES", "TEXT_INHIBIT_SPACES",
+    "TEXT_DEHYPHENATE", "TEXT_PRESERVE_SPANS", "TEXT_MEDIABOX_CLIP", "TEXT_CID_FOR_UNKNOWN_UNICODE",
+    "TEXT_COLLECT_STRUCTURE", "TEXT_ACCURATE_BBOXES", "TEXT_COLLECT_VECTORS", "TEXT_IGNORE_ACTUALTEXT",
+    "TEXT_SEGMENT", "TEXT_PARAGRAPH_BREAK", "TEXT_TABLE_HUNT", "TEXT_COLLECT_STYLES",
+    "TEXT_USE_GID_FOR_UNKNOWN_UNICODE", "TEXT_CLIP_RECT", "TEXT_ACCURATE_ASCENDERS", "TEXT_ACCURATE_SIDE_BEARINGS",
+    "TEXT_LAZY_VECTORS", "TEXT_FUZZY_VECTORS",
+)
+#: Other PyMuPDF spellings of the same bits.
+FLAG_ALIASES = {
+    "TEXT_CLIP": "TEXT_MEDIABOX_CLIP",
+    "TEXT_USE_CID_FOR_UNKNOWN_UNICODE": "TEXT_CID_FOR_UNKNOWN_UNICODE",
+    "TEXT_STEXT_SEGMENT": "TEXT_SEGMENT",
+}
+#: How page texts are joined into `ParsedDocument.text` (each page's trailing newlines removed first).
+PAGE_SEPARATOR = "\n\n"
+
+
+def canonical_flag(name: str) -> str:
+    """The canonical ``TEXT_*`` name for ``name`` (case-insensitive, ``TEXT_`` prefix optional, aliases resolved).
+
+    Raises:
+        ValueError: not a known text-extraction flag; the message lists the known ones.
+    """
+    key = name.strip().upper()
+    if not key.startswith("TEXT_"):
+        key = "TEXT_" + key
+    key = FLAG_ALIASES.get(key, key)
+    if key not in TEXT_FLAGS:
+        raise ValueError(f"unknown PyMuPDF text flag {name!r}; known: {', '.join(TEXT_FLAGS)}")
+    return key
+
+
+def flag_names(value: int, pymupdf: Any) -> list[str]:
+    """Decompose a PyMuPDF text-flag integer into sorted canonical names (bits without a name are reported as
+    ``"0x..."``)."""
+    names, covered = [], 0
+    for name in TEXT_FLAGS:
+        bit = getattr(pymupdf, name, None)
+        if isinstance(bit, int) and bit and value & bit == bit:
+            names.append(name)
+            covered |= bit
+    if value & ~covered:
+        names.append(hex(value & ~covered))
+    return sorted(names)
+
+
+def check_source(path: Path) -> None:
+    """Fail early on a missing, unreadable or zero-byte source file.
+
+    Raises:
+        ParserError: naming the file and the cause.
+    """
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ParserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if size == 0:
+        raise ParserError(f"{path}: zero-byte file")
+
+
+def open_document(path: Path, password: str | None) -> Any:
+    """Open ``path`` with PyMuPDF, authenticating with ``password`` when the file is encrypted.
+
+    Raises:
+        ParserError: zero-byte, corrupt (MuPDF cannot open or repair it), encrypted without (the right) password, or
+            no pages; the message names the file.
+    """
+    import pymupdf
+
+    check_source(path)
+    try:
+        doc = pymupdf.open(path)
+    except pymupdf.EmptyFileError:
+        raise ParserError(f"{path}: zero-byte file") from None
+    except (RuntimeError, ValueError) as exc:  # pymupdf.FileDataError is a RuntimeError
+        raise ParserError(f"{path}: corrupt or not a {path.suffix.lstrip('.').upper() or 'document'} file "
+                          f"({exc})") from None
+    if doc.needs_pass:
+        if password is None or not doc.authenticate(password):
+            doc.close()
+            reason = "needs a password" if password is None else "the configured password is wrong"
+            raise ParserError(f"{path}: encrypted; {reason}")
+    if doc.page_count == 0:
+        doc.close()
+        raise ParserError(f"{path}: the document has no pages")
+    return doc
+
+
+def mupdf_warnings(pymupdf: Any) -> list[str]:
+    """MuPDF's accumulated warnings (repairs, broken streams...) since the last call, de-duplicated, in order."""
+    raw = pymupdf.TOOLS.mupdf_warnings(reset=True) or ""
+    return list(dict.fromkeys(line for line in raw.splitlines() if line.strip()))
+
+
+class PyMuPDFParser(Parser):
+    """Per-page text and layout blocks from a document's text layer, with PyMuPDF.
+
+    Args:
+        sort: PyMuPDF's ``sort`` option (see the module docstring); False keeps content-stream order.
+        flags: text flags by name (``"TEXT_PRESERVE_LIGATURES"`` or ``"preserve_ligatures"``). None uses PyMuPDF's
+            default ``TEXTFLAGS_TEXT``. A list of plain names is the exact set; a list whose every entry starts with
+            ``+``/``-`` adds to / removes from the default (e.g. ``["-TEXT_PRESERVE_LIGATURES"]``).
+        password: password for encrypted PDFs (never written to the report).
+
+    Output: ``pages[i]`` is ``page.get_text("text", flags, sort)``; ``text`` joins the pages with `PAGE_SEPARATOR`
+    after removing each page's trailing newlines. Blocks come from ``page.get_text("blocks")`` with the same flags
+    plus ``TEXT_PRESERVE_IMAGES``: text blocks get kind ``"paragraph"`` (no heading heuristic), image blocks kind
+    ``"image"`` with empty text; ``bbox`` in PDF points from the top-left corner; ``order`` counts over the document.
+
+    Raises:
+        ValueError: (at construction) an unknown flag name, or mixed absolute and ``+``/``-`` entries.
+    """
+
+    name = "pymupdf"
+    extensions = frozenset({".pdf", ".xps", ".oxps", ".epub"})
+
+    def __init__(self, sort: bool = False, flags: list[str] | None = None, password: str | None = None):
+        self.sort = bool(sort)
+        self.password = password
+        self._add: tuple[str, ...] = ()
+        self._remove: tuple[str, ...] = ()
+        self._exact: tuple[str, ...] | None = None
+        if flags is not None:
+            if isinstance(flags, str):
+                raise ValueError("flags must be a list of flag names, not a string")
+            signed = [f.strip().startswith(("+", "-")) for f in flags]
+            if flags and all(signed):
+                self._add = tuple(sorted({canonical_flag(f.strip()[1:]) for f in flags if f.strip()[0] == "+"}))
+                self._remove = tuple(sorted({canonical_flag(f.strip()[1:]) for f in flags if f.strip()[0] == "-"}))
+            elif any(signed):
+                raise ValueError("flags: use either names (the exact set) or only +NAME/-NAME (changes to the "
+                                 f"default), not both: {flags!r}")
+            else:
+                self._exact = tuple(sorted({canonical_flag(f) for f in flags}))
+
+    def flag_value(self) -> int:
+        """The ``flags`` integer passed to ``get_text``.
+
+        Raises:
+            ParserUnavailable: PyMuPDF is missing, or lacks one of the configured flags.
+        """
+        pymupdf = _import()
+        if self._exact is None:
+            value = pymupdf.TEXTFLAGS_TEXT
+            names: tuple[str, ...] = self._add + self._remove
+        else:
+            value, names = 0, self._exact
+        bits = {}
+        for name in names:
+            bit = getattr(pymupdf, name, None)
+            if not isinstance(bit, int):
+                raise ParserUnavailable(f"PyMuPDF {pymupdf.VersionBind} has no text flag {name}")
+            bits[name] = bit
+        if self._exact is not None:
+            for bit in bits.values():
+                value |= bit
+        else:
+            for name in self._add:
+                value |= bits[name]
+            for name in self._remove:
+                value &= ~bits[name]
+        return value
+
+    def version(self) -> str:
+        """PyMuPDF's version (``pymupdf.VersionBind``, e.g. ``"2.0"``).
+
+        Raises:
+            ParserUnavailable: PyMuPDF is not installed.
+        """
+        return str(_import().VersionBind)
+
+    def settings(self) -> dict[str, Any]:
+        """``flags`` (sorted canonical names actually used), ``flags_source`` (``"pymupdf default TEXTFLAGS_TEXT"``,
+        ``"default with changes"`` or ``"configured"``), ``sort``, ``page_separator``, ``mupdf`` (MuPDF's version)."""
+        out: dict[str, Any] = {"sort": self.sort, "page_separator": PAGE_SEPARATOR}
+        if self._exact is not None:
+            out["flags_source"] = "configured"
+        elif self._add or self._remove:
+            out["flags_source"] = "default with changes"
+        else:
+            out["flags_source"] = "pymupdf default TEXTFLAGS_TEXT"
+        try:
+            pymupdf = _import()
+            out["flags"] = flag_names(self.flag_value(), pymupdf)
+            out["mupdf"] = str(pymupdf.VersionFitz)
+        except ParserUnavailable as exc:
+            out["flags"] = f"unknown ({exc})"
+        return out
+
+    def parse(self, document: Document) -> ParsedDocument:
+        """Extract per-page text and blocks; see the class docstring.
+
+        Raises:
+            UnsupportedFormat: the suffix is not one of `extensions`.
+            ParserError: PyMuPDF (or a configured flag) is missing; zero-byte, corrupt, encrypted (without the right
+                password) or page-less file; or every page failed. A page that alone fails becomes ``""`` with a
+                warning.
+        """
+        if not self.supports(document):
+            raise UnsupportedFormat(f"{document.path}: pymupdf does not read {document.suffix or 'extensionless'} "
+                                    "files")
+        try:
+            pymupdf = _import()
+            flags = self.flag_value()
+        except ParserUnavailable as exc:
+            raise ParserError(f"{document.path}: {exc}") from None
+        mupdf_warnings(pymupdf)  # drop warnings left over from earlier documents
+        start = time.perf_counter()
+        doc = open_document(document.path, self.password)
+        pages: list[str] = []
+        blocks: list[Block] = []
+        warnings: list[str] = []
+        failed = 0
+        with doc:
+            for number, page in enumerate(doc, start=1):
+                try:
+                    text = page.get_text("text", flags=flags, sort=self.sort)
+                    raw_blocks = page.get_text("blocks", flags=flags | pymupdf.TEXT_PRESERVE_IMAGES, sort=self.sort)
+                except (RuntimeError, ValueError) as exc:
+                    failed += 1
+                    warnings.append(f"page {number}: text extraction failed ({exc})")
+                    pages.append("")
+                    continue
+                pages.append(text)
+                for x0, y0, x1, y1, btext, _no, btype in raw_blocks:
+                    image = btype == 1
+                    blocks.append(Block(text="" if image else btext, page=number,
+                                        bbox=(float(x0), float(y0), float(x1), float(y1)),
+                                        kind="image" if image else "paragraph", order=len(blocks)))
+        if failed == len(pages):
+            raise ParserError(f"{document.path}: text extraction failed on every page ({warnings[0]})")
+        warnings += [f"mupdf: {w}" for w in mupdf_warnings(pymupdf)]
+        return ParsedDocument(
+            text=PAGE_SEPARATOR.join(p.rstrip("\n") for p in pages),
+            pages=tuple(pages),
+            blocks=tuple(blocks),
+            parser=self.name,
+            parser_version=str(pymupdf.VersionBind),
+            settings=self.settings(),
+            elapsed_s=time.perf_counter() - start,
+            warnings=tuple(warnings),
+        )
+
+
+def _import() -> Any:
+    try:
+        import pymupdf
+    except ImportError as exc:
+        raise ParserUnavailable(f"PyMuPDF is not installed ({exc}); pip install pymupdf") from None
+    return pymupdf

@@ -1,0 +1,442 @@
+"""The default near-duplicate detector under audit: datasketch MinHash + MinHashLSH, clustered by connected components.
+
+Pipeline for a corpus of ``(key, text)`` documents, every step a named option of `DedupConfig`:
+
+1. **normalize** the text with a named preset (`NORMALIZATIONS`);
+2. **exclude** empty documents (nothing but whitespace) and documents with fewer than ``min_shingles`` shingles:
+   every empty MinHash equals every other (the estimated Jaccard of two empty sets is 1.0), so blank pages would
+   all merge. Excluded documents are listed with their reason, never silently dropped;
+3. **exact duplicates**: documents with the same SHA-256 of the normalized text form an exact group (datasketch
+   refuses ``threshold=1.0``, so exact duplicates are found by hash, not by LSH);
+4. **shingle** the normalized text into character k-grams or word n-grams (`shingle_set`), hash each shingle
+   into a MinHash of ``num_perm`` values (`ingestaudit.stages.minhash`, identical to datasketch's ``update``);
+5. **candidates**: one representative per exact group goes into ``datasketch.MinHashLSH(threshold, num_perm,
+   weights)``; every representative is queried, and each pair it returns is a candidate pair. The index's
+   bands ``b`` and rows ``r`` are recorded;
+6. optional **verification**: a candidate pair is kept only if the exact Jaccard of its shingle sets is ``>=
+   threshold``;
+7. **clusters**: connected components (``scipy.sparse.csgraph.connected_components``) of the graph whose edges are
+   the kept candidate pairs and the exact groups. Components are transitive: ``a~b``, ``b~c`` put ``a`` and ``c``
+   together whatever ``J(a, c)`` is (see `ingestaudit.metrics.dedup.chained_pairs`).
+
+The first member of each cluster in input order is the one kept; the others would be removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+
+from ingestaudit.metrics.jaccard import exact_jaccard, word_ngrams
+from ingestaudit.metrics.lsh import lsh_params
+from ingestaudit.stages.minhash import minhash_template, minhashes_from_signatures, scheme_of, signature_matrix
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _nfkc_casefold(text: str) -> str:
+    return _collapse(unicodedata.normalize("NFKC", text).casefold())
+
+
+_NON_ALNUM = re.compile(r"[\W_]+")
+
+
+def _nfkc_casefold_alnum(text: str) -> str:
+    return _collapse(_NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text).casefold()))
+
+
+NORMALIZATIONS: Mapping[str, Callable[[str], str]] = MappingProxyType({
+    "none": lambda text: text,
+    "whitespace": _collapse,
+    "nfkc_casefold": _nfkc_casefold,
+    "nfkc_casefold_alnum": _nfkc_casefold_alnum,
+})
+"""Named normalization presets applied before hashing and shingling:
+
+- ``none``: the text as extracted;
+- ``whitespace``: runs of Unicode whitespace (``str.split``) become one space, ends stripped;
+- ``nfkc_casefold``: Unicode NFKC, then ``str.casefold``, then ``whitespace``;
+- ``nfkc_casefold_alnum``: ``nfkc_casefold`` with every run of non-alphanumeric characters (``[\\W_]+``, Unicode)
+  replaced by one space, then ``whitespace``.
+"""
+
+
+class DuplicateKeyError(ValueError):
+    """Two documents given to the deduplicator share a key; the message lists the repeated keys."""
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """Every option of the default detector that changes its output (printed in the report).
+
+    Attributes:
+        shingling: ``"char"`` (character k-grams, in code points) or ``"word"`` (word n-grams over ``str.split``).
+        k: k-gram / n-gram size (>= 1).
+        normalization: a key of `NORMALIZATIONS`.
+        num_perm: MinHash permutations (>= 2).
+        threshold: Jaccard threshold of ``MinHashLSH`` in [0, 1); the index derives ``(b, r)`` from it.
+        weights: ``(false positive, false negative)`` weights of datasketch's ``(b, r)`` optimiser; sum 1.
+        seed: MinHash permutation seed (datasketch's ``seed``).
+        scheme: datasketch permutation scheme (None = the installed datasketch's default).
+        verify: keep an LSH candidate pair only if the exact Jaccard of the shingle sets is ``>= threshold``.
+        min_shingles: documents with fewer shingles are excluded from LSH (reason ``"too_short"``).
+        short_docs: ``"exclude"``: too-short documents are never merged; ``"exact_only"``: they still merge with
+            exact (normalized-hash) duplicates. Empty documents are never merged.
+
+    Raises:
+        ValueError: an unknown choice, a size below 1, or a threshold/num_perm/weights combination that
+            ``MinHashLSH`` refuses (threshold 1.0 among them).
+    """
+
+    shingling: Literal["char", "word"] = "char"
+    k: int = 5
+    normalization: str = "nfkc_casefold"
+    num_perm: int = 128
+    threshold: float = 0.8
+    weights: tuple[float, float] = (0.5, 0.5)
+    seed: int = 1
+    scheme: str | None = None
+    verify: bool = False
+    min_shingles: int = 10
+    short_docs: Literal["exclude", "exact_only"] = "exclude"
+
+    def __post_init__(self) -> None:
+        if self.shingling not in ("char", "word"):
+            raise ValueError(f"shingling must be 'char' or 'word', got {self.shingling!r}")
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"unknown normalization {self.normalization!r}; known: {', '.join(NORMALIZATIONS)}")
+        if self.short_docs not in ("exclude", "exact_only"):
+            raise ValueError(f"short_docs must be 'exclude' or 'exact_only', got {self.short_docs!r}")
+        if self.k < 1 or self.min_shingles < 1:
+            raise ValueError("k and min_shingles must be >= 1")
+        if self.scheme not in (None, "affine32", "affine64", "legacy"):
+            raise ValueError(f"scheme must be None, 'affine32', 'affine64' or 'legacy', got {self.scheme!r}")
+        object.__setattr__(self, "weights", tuple(self.weights))
+        lsh_params(self.threshold, self.num_perm, self.weights)  # raises what MinHashLSH would raise
+
+    def options(self) -> dict:
+        """The options as a JSON-serialisable dict."""
+        out = asdict(self)
+        out["weights"] = list(self.weights)
+        return out
+
+
+def normalize(text: str, config: DedupConfig) -> str:
+    """``text`` after the config's named normalization."""
+    return NORMALIZATIONS[config.normalization](text)
+
+
+def shingle_set(normalized: str, config: DedupConfig) -> frozenset[bytes]:
+    """The shingles of an already normalized text, UTF-8 encoded (``surrogatepass``) for hashing.
+
+    ``"char"``: ``{t[i:i+k] : 0 <= i <= len(t) - k}`` over code points (empty when ``len(t) < k``);
+    ``"word"``: `ingestaudit.metrics.jaccard.word_ngrams` (``str.split``, n-grams joined by one space).
+    """
+    return _shingles(normalized, config.shingling, config.k)
+
+
+def _shingles(normalized: str, shingling: str, k: int) -> frozenset[bytes]:
+    if shingling == "char":
+        if normalized.isascii():  # one code point = one byte: slice the encoded text, same shingles
+            raw = normalized.encode("ascii")
+            return frozenset([raw[i:i + k] for i in range(len(raw) - k + 1)])
+        strs: Iterable[str] = {normalized[i:i + k] for i in range(len(normalized) - k + 1)}
+    else:
+        strs = word_ngrams(normalized, k)
+    return frozenset(s.encode("utf-8", "surrogatepass") for s in strs)
+
+
+@dataclass(frozen=True)
+class ExcludedDocument:
+    """A document kept out of LSH.
+
+    Attributes:
+        key: the document key. reason: ``"empty"`` (only whitespace after normalization) or ``"too_short"``.
+        n_chars: characters after normalization. n_shingles: shingles (< ``min_shingles``).
+    """
+
+    key: str
+    reason: Literal["empty", "too_short"]
+    n_chars: int
+    n_shingles: int
+
+
+@dataclass(frozen=True)
+class CandidatePair:
+    """A pair returned by the LSH index (keys in input order).
+
+    Attributes:
+        a, b: document keys (``a`` comes first in the input).
+        jaccard: exact Jaccard of the two shingle sets when ``verify`` is on, else None (not computed).
+        accepted: whether the pair became a clustering edge (always True without verification).
+    """
+
+    a: str
+    b: str
+    jaccard: float | None
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class DedupResult:
+    """Output of the detector on one corpus.
+
+    Attributes:
+        config: the options used.
+        keys: document keys in input order.
+        cluster_of: ``key -> cluster id`` (ids numbered from 0 by first member in input order); ``None`` for a
+            document that took part in no clustering (excluded). This is the ``predicted`` partition of
+            `ingestaudit.metrics.dedup`.
+        clusters: the merged clusters (2 or more members), members in input order.
+        excluded: the excluded documents, in input order.
+        exact_groups: groups (2 or more) with identical normalized text.
+        candidates: LSH candidate pairs between exact-group representatives, sorted by input position.
+        b, r: bands and rows of the ``MinHashLSH`` index that was built.
+        n_shingles: ``key -> number of shingles``.
+        scheme: datasketch permutation scheme of the signatures. datasketch_version: installed version.
+        normalized_text: ``key -> normalized text`` (shingle sets are rebuilt from it on demand, which keeps
+            memory at about one byte per character instead of ~100 bytes per shingle); not compared, not printed.
+    """
+
+    config: DedupConfig
+    keys: tuple[str, ...]
+    cluster_of: Mapping[str, int | None]
+    clusters: tuple[tuple[str, ...], ...]
+    excluded: tuple[ExcludedDocument, ...]
+    exact_groups: tuple[tuple[str, ...], ...]
+    candidates: tuple[CandidatePair, ...]
+    b: int
+    r: int
+    n_shingles: Mapping[str, int]
+    scheme: str
+    datasketch_version: str
+    normalized_text: Mapping[str, str] = field(repr=False, compare=False)
+
+    def shingles(self, key: str) -> frozenset[bytes]:
+        """The shingle set of one document (rebuilt from its normalized text; cached)."""
+        return _cached_shingles(self.normalized_text[key], self.config.shingling, self.config.k)
+
+    def exact_jaccard(self, a: str, b: str) -> float | None:
+        """Exact Jaccard of two documents' shingle sets, in [0, 1] (None when both are empty)."""
+        return exact_jaccard(self.shingles(a), self.shingles(b))
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        """Keys deduplication would drop: every member of a merged cluster except its first, in input order."""
+        drop = {k for c in self.clusters for k in c[1:]}
+        return tuple(k for k in self.keys if k in drop)
+
+
+@lru_cache(maxsize=256)
+def _cached_shingles(normalized: str, shingling: str, k: int) -> frozenset[bytes]:
+    return _shingles(normalized, shingling, k)
+
+
+def _check_docs(docs: Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    items = list(docs.items()) if isinstance(docs, Mapping) else list(docs)
+    keys = [k for k, _ in items]
+    texts = [t for _, t in items]
+    for k, t in items:
+        if not isinstance(k, str) or not isinstance(t, str):
+            raise TypeError(f"documents must be (str key, str text) pairs, got ({type(k).__name__}, "
+                            f"{type(t).__name__}) for {k!r}")
+    if len(set(keys)) != len(keys):
+        repeated = sorted(k for k, count in Counter(keys).items() if count > 1)
+        raise DuplicateKeyError(f"{len(repeated)} document key(s) given more than once: "
+                                f"{', '.join(map(repr, repeated[:10]))}{' ...' if len(repeated) > 10 else ''}; "
+                                "every document needs a unique key")
+    return keys, texts
+
+
+@dataclass
+class _Prepared:
+    """Everything that does not depend on the threshold (shared by the cells of a sweep)."""
+
+    keys: list[str]
+    normalized: list[str]
+    n_shingles: list[int]
+    excluded: list[ExcludedDocument]
+    excluded_idx: set[int]
+    exact_groups: list[list[int]]
+    reps: list[int]  # indices that go into LSH: one per exact group, not excluded
+    signatures: dict[int, tuple[np.ndarray, str]]  # num_perm -> (rows of `reps`, scheme)
+
+
+_CHUNK_DOCS = 2048  # documents shingled and hashed at a time: shingle sets never exist for the whole corpus
+
+
+def _chunk_signatures(normalized: list[str], shingling: str, k: int, min_shingles: int, num_perms: tuple[int, ...],
+                      seed: int, schemes: tuple[str, ...]) -> tuple[list[int], list[int], list[np.ndarray]]:
+    """Per-document work for one chunk (runs in a worker process when ``workers > 1``): shingle counts, the local
+    indices of the LSH-eligible documents (non-empty, ``>= min_shingles`` shingles), and their signatures for each
+    ``num_perm``."""
+    sets = [_shingles(t, shingling, k) for t in normalized]
+    counts = [len(x) for x in sets]
+    eligible = [i for i, (t, c) in enumerate(zip(normalized, counts)) if t.strip() and c >= min_shingles]
+    chosen = [sets[i] for i in eligible]
+    return counts, eligible, [signature_matrix(chosen, num_perm=p, seed=seed, scheme=sch)
+                              for p, sch in zip(num_perms, schemes)]
+
+
+def _prepare(docs: Mapping[str, str] | Iterable[tuple[str, str]], config: DedupConfig,
+             num_perms: tuple[int, ...], workers: int) -> _Prepared:
+    keys, texts = _check_docs(docs)
+    norm = [normalize(t, config) for t in texts]
+    n = len(keys)
+    schemes = tuple(scheme_of(minhash_template(p, config.seed, config.scheme)) for p in num_perms)
+    chunks = [norm[lo:lo + _CHUNK_DOCS] for lo in range(0, n, _CHUNK_DOCS)]
+    args = [(c, config.shingling, config.k, config.min_shingles, num_perms, config.seed, schemes) for c in chunks]
+    if workers > 1 and len(chunks) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_chunk_signatures, *zip(*args)))
+    else:
+        results = [_chunk_signatures(*a) for a in args]
+    n_shingles: list[int] = []
+    eligible_all: list[int] = []
+    for lo, (counts, eligible, _) in zip(range(0, n, _CHUNK_DOCS), results):
+        n_shingles.extend(counts)
+        eligible_all.extend(lo + i for i in eligible)
+    excluded: list[ExcludedDocument] = []
+    excluded_idx: set[int] = set()
+    short: set[int] = set()
+    for i, (t, c) in enumerate(zip(norm, n_shingles)):
+        if not t.strip():
+            excluded.append(ExcludedDocument(keys[i], "empty", len(t), c))
+            excluded_idx.add(i)
+        elif c < config.min_shingles:
+            excluded.append(ExcludedDocument(keys[i], "too_short", len(t), c))
+            short.add(i)
+            if config.short_docs == "exclude":
+                excluded_idx.add(i)
+    by_hash: dict[bytes, list[int]] = {}
+    for i, t in enumerate(norm):
+        if i not in excluded_idx:
+            by_hash.setdefault(hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest(), []).append(i)
+    exact_groups = [g for g in by_hash.values() if len(g) >= 2]
+    reps = sorted(g[0] for g in by_hash.values() if g[0] not in short)
+    # reps are a sorted subset of the sorted eligible indices
+    pick = np.searchsorted(np.array(eligible_all, dtype=np.int64), np.array(reps, dtype=np.int64))
+    signatures = {}
+    for k, (p, sch) in enumerate(zip(num_perms, schemes)):
+        parts = [r[2][k] for r in results]
+        rows = np.concatenate(parts) if parts else np.zeros((0, p), dtype=np.uint64)
+        signatures[p] = (rows[pick], sch)
+    return _Prepared(keys, norm, n_shingles, excluded, excluded_idx, exact_groups, reps, signatures)
+
+
+def _cluster(prep: _Prepared, config: DedupConfig) -> DedupResult:
+    import datasketch
+    from datasketch import MinHashLSH
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    signatures, scheme = prep.signatures[config.num_perm]
+    lsh = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm, weights=config.weights)
+    minhashes = minhashes_from_signatures(signatures, seed=config.seed, scheme=scheme)
+    for i, m in zip(prep.reps, minhashes):
+        lsh.insert(i, m, check_duplication=False)  # keys are unique: checked in _check_docs
+    pairs = sorted({(i, j) for i, m in zip(prep.reps, minhashes) for j in lsh.query(m) if j > i})
+    candidates = []
+    src: list[int] = []
+    dst: list[int] = []
+    for i, j in pairs:
+        jac = None
+        if config.verify:
+            jac = exact_jaccard(_cached_shingles(prep.normalized[i], config.shingling, config.k),
+                                _cached_shingles(prep.normalized[j], config.shingling, config.k))
+        ok = (not config.verify) or (jac is not None and jac >= config.threshold)
+        candidates.append(CandidatePair(prep.keys[i], prep.keys[j], jac, ok))
+        if ok:
+            src.append(i)
+            dst.append(j)
+    for g in prep.exact_groups:
+        src.extend([g[0]] * (len(g) - 1))
+        dst.extend(g[1:])
+    n = len(prep.keys)
+    graph = coo_matrix((np.ones(len(src), dtype=np.int8), (np.array(src, dtype=np.int64),
+                                                            np.array(dst, dtype=np.int64))), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    renumber: dict[int, int] = {}
+    cluster_of: dict[str, int | None] = {}
+    members: dict[int, list[str]] = {}
+    for i, key in enumerate(prep.keys):
+        if i in prep.excluded_idx:
+            cluster_of[key] = None
+            continue
+        cid = renumber.setdefault(int(labels[i]), len(renumber))
+        cluster_of[key] = cid
+        members.setdefault(cid, []).append(key)
+    return DedupResult(
+        config=config,
+        keys=tuple(prep.keys),
+        cluster_of=MappingProxyType(cluster_of),
+        clusters=tuple(tuple(m) for m in members.values() if len(m) >= 2),
+        excluded=tuple(prep.excluded),
+        exact_groups=tuple(tuple(prep.keys[i] for i in g) for g in prep.exact_groups),
+        candidates=tuple(candidates),
+        b=lsh.b,
+        r=lsh.r,
+        n_shingles=MappingProxyType(dict(zip(prep.keys, prep.n_shingles))),
+        scheme=scheme,
+        datasketch_version=getattr(datasketch, "__version__", "unknown"),
+        normalized_text=MappingProxyType(dict(zip(prep.keys, prep.normalized))),
+    )
+
+
+def deduplicate(docs: Mapping[str, str] | Iterable[tuple[str, str]],
+                config: DedupConfig = DedupConfig(), *, workers: int = 1) -> DedupResult:
+    """Run the detector on a corpus (see the module docstring for each step).
+
+    Args:
+        docs: ``{key: text}`` or an iterable of ``(key, text)`` pairs; keys must be unique.
+        config: the detector's options.
+        workers: processes for the per-document work (shingling and hashing, in chunks of 2,048 documents);
+            1 runs everything in this process. The result does not depend on it.
+
+    Returns:
+        `DedupResult`. Deterministic: same documents in the same order and same config give the same result.
+        Memory: the normalized texts, one ``num_perm``-value signature per document, and the shingle sets of at most
+        2,048 documents at a time.
+
+    Raises:
+        DuplicateKeyError: a key appears twice (a ``ValueError``).
+        TypeError: a key or text is not a ``str``.
+    """
+    return _cluster(_prepare(docs, config, (config.num_perm,), workers), config)
+
+
+def deduplicate_grid(docs: Mapping[str, str] | Iterable[tuple[str, str]], config: DedupConfig,
+                     num_perms: Sequence[int], thresholds: Sequence[float], *,
+                     workers: int = 1) -> dict[tuple[int, float], DedupResult]:
+    """Run the detector for every ``num_perm x threshold`` of a sweep, sharing the work that does not change.
+
+    Normalization, shingling, exclusion and exact hashing run once, and each document's shingles are hashed once
+    for every ``num_perm``; each grid cell builds its own LSH index. Other options come from ``config``;
+    ``workers`` as in `deduplicate`.
+
+    Returns:
+        ``{(num_perm, threshold): DedupResult}`` in grid order; each equals ``deduplicate`` with that cell's config.
+
+    Raises:
+        What `deduplicate` and `DedupConfig` raise (a grid cell that ``MinHashLSH`` refuses raises ``ValueError``
+        before any work is done).
+    """
+    from dataclasses import replace
+
+    cells = {(p, t): replace(config, num_perm=p, threshold=t) for p in num_perms for t in thresholds}
+    prep = _prepare(docs, config, tuple(dict.fromkeys(num_perms)), workers)
+    return {cell: _cluster(prep, cfg) for cell, cfg in cells.items()}

@@ -1,0 +1,104 @@
+"""End to end: the README's main job on the bundled demo corpus, and the report contract."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ingestaudit.cli import app
+from ingestaudit.report.schema import read_report
+
+DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
+PARSERS = ["pymupdf", "unstructured", "tesseract"]
+
+
+def run(out: Path, *extra: str, parsers=PARSERS) -> CliRunner:
+    args = ["run", str(DEMO), "--out", str(out), *[a for p in parsers for a in ("--parser", p)], *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def three_parsers(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    result = run(out)
+    return out, result
+
+
+def _reject_constant(name):
+    raise AssertionError(f"{name} in report.json")
+
+
+def test_main_job_writes_both_files_and_prints_a_table_per_class(three_parsers):
+    out, result = three_parsers
+    assert (out / "report.json").is_file() and (out / "report.md").is_file()
+    for cls in ("born_digital", "scanned", "web", "__all__"):
+        assert f"class: {cls}" in result.stdout
+    md = (out / "report.md").read_text()
+    assert "| metric | pymupdf | unstructured | tesseract |" in md
+
+
+def test_report_contract(three_parsers):
+    out, _ = three_parsers
+    raw = json.loads((out / "report.json").read_text(), parse_constant=_reject_constant)  # no NaN / Infinity
+    for key in ("schema_version", "tool", "corpus", "config", "environment", "parsers", "measurements", "summary",
+                "failures"):
+        assert key in raw
+    report = read_report(out / "report.json")
+    assert [p.name for p in report.parsers] == PARSERS
+    assert report.corpus.documents == {"born_digital": 3, "scanned": 4, "web": 3}
+    assert report.config["run"]["parsers"] == PARSERS
+    # every document x parser has extraction rows, each with a value or a state
+    docs = {m.doc_id for m in report.measurements}
+    assert len(docs) == 10
+    for doc in docs:
+        for parser in PARSERS:
+            rows = [m for m in report.measurements if (m.doc_id, m.parser, m.metric) == (doc, parser, "extraction.cer")]
+            assert len(rows) == 1
+            r = rows[0]
+            assert (r.state == "ok") == (r.value is not None)
+            if r.state != "ok":
+                assert r.detail.get("reason")
+    # pymupdf does not read images: skipped with its reason, never a zero
+    png = [m for m in report.measurements if m.parser == "pymupdf" and m.doc_id.endswith("notice_water_main")]
+    assert {m.state for m in png} == {"skipped"}
+    # summary: per class and overall, micro equals the sum of counts of ok rows
+    for s in report.summary:
+        ok = [m for m in report.measurements if m.parser == s.parser and m.metric == s.metric and m.label == s.label
+              and m.state == "ok" and (s.doc_class == "__all__" or m.doc_class == s.doc_class)]
+        assert s.n_docs == len(ok)
+        if s.micro is not None:
+            assert s.micro == pytest.approx(sum(m.numerator for m in ok) / sum(m.denominator for m in ok))
+
+
+def test_report_rerenders_from_json(three_parsers, tmp_path):
+    out, _ = three_parsers
+    result = CliRunner().invoke(app, ["report", str(out / "report.json"), "--html", str(tmp_path / "r.html"),
+                                      "--md", str(tmp_path / "r.md")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r.md").read_text() == (out / "report.md").read_text()
+    assert "<table>" in (tmp_path / "r.html").read_text()
+
+
+def test_same_input_gives_byte_identical_report_with_1_and_2_workers(three_parsers, tmp_path):
+    out, _ = three_parsers
+    run(tmp_path / "w2", "--workers", "2")
+    assert (tmp_path / "w2" / "report.json").read_bytes() == (out / "report.json").read_bytes()
+
+
+def test_corpus_is_never_written(three_parsers):
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in DEMO.rglob("*")}
+    run_dir = three_parsers[0]
+    assert run_dir.exists()
+    after = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in DEMO.rglob("*")}
+    assert before == after
+
+
+def test_compare_with_itself_holds_the_gate(three_parsers):
+    out, _ = three_parsers
+    report = str(out / "report.json")
+    result = CliRunner().invoke(app, ["compare", report, report])
+    assert result.exit_code == 0
+    assert "no regression" in result.stdout
