@@ -158,11 +158,21 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             load_config(corpus / CONFIG_NAME)
         except ConfigError as exc:
             problems.append(str(exc))
+    from ingestaudit.auditors.pii import validate_pii_gold
+
+    warnings: list[str] = []
     for doc in found.documents:
         try:
-            load_truth(doc, found.root)
+            truth = load_truth(doc, found.root)
         except TruthError as exc:
             problems += [str(p) for p in exc.problems]
+            continue
+        if truth.pii and truth.text is not None and doc.truth_json is not None:
+            rel = doc.truth_json.relative_to(found.root).as_posix()
+            for p in validate_pii_gold(truth.text, truth.pii):  # overlaps and Luhn failures warn, bad spans fail
+                (problems if p.severity == "error" else warnings).append(f"{rel}: pii[{p.index}]: {p.message}")
+    for w in warnings:
+        typer.echo(f"warning: {w}")
     for p in problems:
         typer.echo(p)
     if problems:
@@ -243,15 +253,27 @@ def compare(
 
 @app.command("import")
 def import_(
-    kind: Annotated[str, typer.Argument(help="Data set format: olmocr-bench, dinglehopper or docling.")],
+    kind: Annotated[str, typer.Argument(help="Data set format (see the error for the list), e.g. olmocr-bench.")],
     src: Annotated[Path, typer.Argument(help="The data set folder (only read).")],
     dest: Annotated[Path, typer.Argument(help="Corpus folder to create (absent or empty).")],
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Import at most N items (per language for "
+                                                 "lingua-testdata), where the importer supports it.")] = None,
 ) -> None:
     """Build a corpus (documents linked, truth and precomputed outputs written) from a public labelled data set."""
-    from ingestaudit.importers import ImporterError, import_corpus
+    import inspect
+
+    from ingestaudit.importers import ImporterError, get_importer
 
     try:
-        summary = import_corpus(kind, src, dest)
+        importer = get_importer(kind)
+        kwargs = {}
+        if limit is not None:
+            params = inspect.signature(importer).parameters
+            name = next((n for n in ("limit_per_language", "limit") if n in params), None)
+            if name is None:
+                _fail(f"the {kind} importer has no --limit")
+            kwargs[name] = limit
+        summary = importer(src, dest, **kwargs)
     except ImporterError as exc:
         _fail(str(exc), "see 'ingestaudit import --help'")
     for line in summary.lines():
@@ -261,3 +283,7 @@ def import_(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -25,6 +25,7 @@ from ingestaudit.measurement import Measurement, Score, State
 from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
 from ingestaudit.report.aggregate import corpus_summary_row, summarize
+from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserInfo, Report, StageDetail,
                                        SummaryRow, ToolInfo)
 from ingestaudit.truth import Truth, TruthError, load_truth
@@ -77,11 +78,11 @@ class TaskResult:
 
 
 _PARSERS: dict[ParserSpec | str, Parser] = {}
-_AUDITORS: dict[tuple, Auditor] = {}
+_AUDITORS: dict[tuple[str, str], Auditor] = {}
 
 
 def _auditor(stage: str, options: tuple[tuple[str, Any], ...]) -> Auditor:
-    key = (stage, options)
+    key = (stage, repr(options))  # options may hold lists (TOML arrays), which do not hash
     if key not in _AUDITORS:
         _AUDITORS[key] = load_auditor(stage, dict(options))
     return _AUDITORS[key]
@@ -211,6 +212,19 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
     return [s for s in stage_names() if any(load_auditor(s, options.get(s)).applies(t) for t in truths)]
 
 
+def _with_seed(options: dict[str, dict[str, Any]], seed: int) -> dict[str, dict[str, Any]]:
+    """Give the run's seed to every auditor that takes a ``seed`` option and was not given one explicitly."""
+    import inspect
+
+    from ingestaudit.auditors.registry import auditor_class
+
+    out = {k: dict(v) for k, v in options.items()}
+    for stage in stage_names():
+        if "seed" in inspect.signature(auditor_class(stage)).parameters:
+            out.setdefault(stage, {}).setdefault("seed", seed)
+    return out
+
+
 def _load_truths(corpus: Corpus) -> tuple[dict[str, Truth], list[Failure]]:
     truths: dict[str, Truth] = {}
     failures: list[Failure] = []
@@ -275,7 +289,7 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
         UnknownStage, ValueError: bad stage or option (before anything runs).
     """
     truths, failures = _load_truths(corpus)
-    opts = config.auditor_options
+    opts = _with_seed(config.auditor_options, config.run.seed)
     stages = select_stages(config.run.stages, list(truths.values()), opts)
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
     tasks = [Task(doc, truths[doc.doc_id].doc_class or doc.doc_class, truths[doc.doc_id], p, stage_args)
@@ -312,4 +326,4 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
         tool=ToolInfo(name="ingestaudit", version=__version__),
         corpus=CorpusInfo(path=str(corpus.root), fingerprint=corpus.fingerprint(), documents=corpus.classes()),
         config=effective, environment=_environment(), parsers=infos, measurements=rows, summary=summary,
-        failures=failures, details=details)
+        failures=failures, details=details, paired_tests=paired_tests(rows, [p.name for p in parsers]))

@@ -157,6 +157,7 @@ class Truth:
     dup_group: str | None = None
     sections: tuple[dict[str, Any], ...] = ()
     doc_class: str | None = None
+    pii_labelled: bool = False  # the truth JSON has a "pii" key: "pii": [] declares a document without PII
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
@@ -274,7 +275,7 @@ def load_truth(document: Document, root: Path) -> Truth:
         raise TruthError(problems)
     return Truth(text=text, tables=tuple(tables), headings=tuple(tf.headings), checks=tuple(tf.checks),
                  boilerplate=tf.boilerplate, pii=tuple(tf.pii), language=tf.language, dup_group=tf.dup_group,
-                 sections=tuple(tf.sections), doc_class=tf.class_)
+                 sections=tuple(tf.sections), doc_class=tf.class_, pii_labelled="pii" in tf.model_fields_set)
 
 
 def _span_problems(rel: str, name: str, spans: list[Span] | tuple[Span, ...], text: str) -> list[Problem]:

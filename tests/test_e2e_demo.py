@@ -63,9 +63,10 @@ def test_report_contract(three_parsers):
                 assert r.detail.get("reason")
     # pymupdf does not read images: skipped with its reason, never a zero
     png = [m for m in report.measurements if m.parser == "pymupdf" and m.doc_id.endswith("notice_water_main")]
-    assert {m.state for m in png} == {"skipped"}
+    assert {m.state for m in png if m.stage == "extraction"} == {"skipped"}
+    assert {m.state for m in png} <= {"skipped", "no_reference", "no_prediction"}
     # summary: per class and overall, micro equals the sum of counts of ok rows
-    for s in report.summary:
+    for s in (s for s in report.summary if s.level == "document"):
         ok = [m for m in report.measurements if m.parser == s.parser and m.metric == s.metric and m.label == s.label
               and m.state == "ok" and (s.doc_class == "__all__" or m.doc_class == s.doc_class)]
         assert s.n_docs == len(ok)

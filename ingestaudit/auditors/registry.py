@@ -10,6 +10,11 @@ from ingestaudit.auditors.base import Auditor
 BUILTIN: dict[str, str] = {
     "extraction": "ingestaudit.auditors.extraction:ExtractionAuditor",
     "normalization": "ingestaudit.auditors.normalization:NormalizationAuditor",
+    "tables": "ingestaudit.auditors.tables:TablesAuditor",
+    "boilerplate": "ingestaudit.auditors.boilerplate:BoilerplateAuditor",
+    "language": "ingestaudit.auditors.language:LanguageAuditor",
+    "pii": "ingestaudit.auditors.pii:PiiAuditor",
+    "dedup": "ingestaudit.auditors.dedup:DedupAuditor",
 }
 
 
@@ -22,6 +27,18 @@ def stage_names() -> list[str]:
     return list(BUILTIN)
 
 
+def auditor_class(stage: str) -> type[Auditor]:
+    """The auditor class of ``stage`` (imported on first use).
+
+    Raises:
+        UnknownStage: unknown stage name.
+    """
+    if stage not in BUILTIN:
+        raise UnknownStage(f"unknown stage {stage!r}; known stages: {', '.join(BUILTIN)}")
+    module, _, cls_name = BUILTIN[stage].partition(":")
+    return getattr(import_module(module), cls_name)
+
+
 def load_auditor(stage: str, options: dict[str, Any] | None = None) -> Auditor:
     """Instantiate the auditor of ``stage`` with keyword ``options`` (from ``[auditor_options.STAGE]``).
 
@@ -29,10 +46,7 @@ def load_auditor(stage: str, options: dict[str, Any] | None = None) -> Auditor:
         UnknownStage: unknown stage name.
         ValueError: an option the auditor does not take (message names the table).
     """
-    if stage not in BUILTIN:
-        raise UnknownStage(f"unknown stage {stage!r}; known stages: {', '.join(BUILTIN)}")
-    module, _, cls_name = BUILTIN[stage].partition(":")
-    cls = getattr(import_module(module), cls_name)
+    cls = auditor_class(stage)
     try:
         return cls(**(options or {}))
     except TypeError as exc:

@@ -34,6 +34,12 @@ IMPORTERS: dict[str, str] = {
     "olmocr-bench": "ingestaudit.importers.olmocr_bench:import_olmocr_bench",
     "dinglehopper": "ingestaudit.importers.dinglehopper:import_dinglehopper",
     "docling": "ingestaudit.importers.docling:import_docling",
+    "presidio-synth": "ingestaudit.importers.presidio_synth:import_presidio_synth",
+    "dedup-provenance": "ingestaudit.importers.dedup_provenance:import_dedup_provenance",
+    "lingua-testdata": "ingestaudit.importers.lingua_testdata:import_lingua_testdata",
+    "trafilatura-eval": "ingestaudit.importers.trafilatura_eval:import_trafilatura_eval",
+    "pubtabnet": "ingestaudit.importers.pubtabnet:import_pubtabnet",
+    "icdar2013": "ingestaudit.importers.icdar2013:import_icdar2013",
 }
 """Importer kind (the CLI's ``KIND``) -> ``module:function``."""
 

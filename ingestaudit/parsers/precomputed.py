@@ -5,7 +5,9 @@ is, in order of precedence, ``.json``, ``.txt``, ``.md``, ``.page.xml``, ``.alto
 the first is read and the others are named in the warnings. The runner makes one instance per subfolder of
 ``--outputs DIR``; each is a parser in the report named after its folder. It is not an entry point.
 
-- ``.json``: `OutputFile` (the `ParsedDocument` fields plus later-stage outputs), unknown keys are errors.
+- ``.json``: `OutputFile` (the `ParsedDocument` fields plus later-stage outputs), unknown keys are errors. A
+  ``tables`` key, even an empty list, declares that the pipeline extracts tables (``settings["table_extraction"]``:
+  the tables auditor then scores an empty list as every table dropped); without it the tables are not scored.
 - ``.txt`` / ``.md``: UTF-8 text, read as is (Markdown syntax is kept).
 - PAGE XML / ALTO: the page text as `ingestaudit.ocrxml.read_ocr_xml` reads it (region-level PAGE text).
 """
@@ -229,6 +231,8 @@ class PrecomputedParser(Parser):
                                  order=i if b.order is None else b.order) for i, b in enumerate(out.blocks))
             if out.settings:
                 settings["pipeline"] = out.settings
+            # a "tables" key (even []) says the pipeline looked for tables: none found then scores 0, not no_prediction
+            settings["table_extraction"] = "tables" in out.model_fields_set
             return ParsedDocument(text=text, pages=tuple(out.pages) or (text,), blocks=blocks,
                                   tables=tuple(out.tables), parser=self.name, parser_version=out.parser_version,
                                   settings=settings, elapsed_s=time.perf_counter() - start,

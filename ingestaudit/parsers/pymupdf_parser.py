@@ -10,6 +10,11 @@ Two choices change the numbers and are recorded in `PyMuPDFParser.settings`:
   ``sort=True`` sorts by vertical then horizontal position, which on a two-column page interleaves the columns line
   by line (PyMuPDF 2.0 pads the gap between the columns with spaces on one output line).
 
+Tables (``tables=True``, the default) come from PyMuPDF's table finder, written as HTML with spans where merged
+cells are detected (`ingestaudit.parsers.pymupdf_tables`); the finder settings are in ``settings()["tables"]``, and
+every `ParsedDocument` says whether tables were looked for (``settings["table_extraction"]``, read by the tables
+auditor: found none -> TEDS 0; not looked for -> ``no_prediction``).
+
 Reference: PyMuPDF documentation, "TextPage" and "Text Extraction Flags Defaults"
 (https://pymupdf.readthedocs.io/en/latest/vars.html#text-extraction-flags).
 """
@@ -129,20 +134,38 @@ class PyMuPDFParser(Parser):
             default ``TEXTFLAGS_TEXT``. A list of plain names is the exact set; a list whose every entry starts with
             ``+``/``-`` adds to / removes from the default (e.g. ``["-TEXT_PRESERVE_LIGATURES"]``).
         password: password for encrypted PDFs (never written to the report).
+        tables: run the table finder on every page (False: no tables, and the documents declare that tables were
+            not extracted).
+        table_strategy, table_layout, table_refine: ``strategy``, ``use_layout`` and ``refine`` of
+            ``Page.find_tables`` (see `ingestaudit.parsers.pymupdf_tables.TableFinderSettings`; defaults
+            ``"lines"``, False, False).
 
     Output: ``pages[i]`` is ``page.get_text("text", flags, sort)``; ``text`` joins the pages with `PAGE_SEPARATOR`
     after removing each page's trailing newlines. Blocks come from ``page.get_text("blocks")`` with the same flags
     plus ``TEXT_PRESERVE_IMAGES``: text blocks get kind ``"paragraph"`` (no heading heuristic), image blocks kind
     ``"image"`` with empty text; ``bbox`` in PDF points from the top-left corner; ``order`` counts over the document.
+    ``tables``: per page, per table PyMuPDF found, one ``<table>`` (`ingestaudit.parsers.pymupdf_tables`), in page
+    order. A page whose table finder fails adds a warning, and the document then declares
+    ``settings["table_extraction"] = False`` unless some table was found elsewhere.
 
     Raises:
-        ValueError: (at construction) an unknown flag name, or mixed absolute and ``+``/``-`` entries.
+        ValueError: (at construction) an unknown flag name, or mixed absolute and ``+``/``-`` entries; an unknown
+            table strategy or a non-boolean table option.
     """
 
     name = "pymupdf"
     extensions = frozenset({".pdf", ".xps", ".oxps", ".epub"})
 
-    def __init__(self, sort: bool = False, flags: list[str] | None = None, password: str | None = None):
+    def __init__(self, sort: bool = False, flags: list[str] | None = None, password: str | None = None,
+                 tables: bool = True, table_strategy: str = "lines", table_layout: bool = False,
+                 table_refine: bool = False):
+        from ingestaudit.parsers.pymupdf_tables import TableFinderSettings
+
+        if not isinstance(tables, bool):
+            raise ValueError(f"tables must be true or false, not {tables!r}")
+        self.tables = tables
+        self.table_finder = TableFinderSettings(strategy=table_strategy, use_layout=table_layout,
+                                                refine=table_refine)
         self.sort = bool(sort)
         self.password = password
         self._add: tuple[str, ...] = ()
@@ -199,8 +222,10 @@ class PyMuPDFParser(Parser):
 
     def settings(self) -> dict[str, Any]:
         """``flags`` (sorted canonical names actually used), ``flags_source`` (``"pymupdf default TEXTFLAGS_TEXT"``,
-        ``"default with changes"`` or ``"configured"``), ``sort``, ``page_separator``, ``mupdf`` (MuPDF's version)."""
-        out: dict[str, Any] = {"sort": self.sort, "page_separator": PAGE_SEPARATOR}
+        ``"default with changes"`` or ``"configured"``), ``sort``, ``page_separator``, ``mupdf`` (MuPDF's version),
+        ``tables`` (False, or the table finder's settings and HTML conventions)."""
+        out: dict[str, Any] = {"sort": self.sort, "page_separator": PAGE_SEPARATOR,
+                               "tables": self.table_finder.describe() if self.tables else False}
         if self._exact is not None:
             out["flags_source"] = "configured"
         elif self._add or self._remove:
@@ -237,8 +262,10 @@ class PyMuPDFParser(Parser):
         doc = open_document(document.path, self.password)
         pages: list[str] = []
         blocks: list[Block] = []
+        tables: list[str] = []
         warnings: list[str] = []
         failed = 0
+        tables_failed = 0
         with doc:
             for number, page in enumerate(doc, start=1):
                 try:
@@ -255,19 +282,42 @@ class PyMuPDFParser(Parser):
                     blocks.append(Block(text="" if image else btext, page=number,
                                         bbox=(float(x0), float(y0), float(x1), float(y1)),
                                         kind="image" if image else "paragraph", order=len(blocks)))
+                if self.tables:
+                    tables_failed += self._page_tables(page, number, tables, warnings)
         if failed == len(pages):
             raise ParserError(f"{document.path}: text extraction failed on every page ({warnings[0]})")
         warnings += [f"mupdf: {w}" for w in mupdf_warnings(pymupdf)]
+        settings = self.settings()
+        settings["table_extraction"] = self.tables and (tables_failed == 0 or bool(tables))
+        if not self.tables:
+            settings["table_extraction_note"] = "pymupdf parser option tables = false"
+        elif not settings["table_extraction"]:
+            settings["table_extraction_note"] = f"the table finder failed on {tables_failed} page(s)"
         return ParsedDocument(
             text=PAGE_SEPARATOR.join(p.rstrip("\n") for p in pages),
             pages=tuple(pages),
             blocks=tuple(blocks),
+            tables=tuple(tables),
             parser=self.name,
             parser_version=str(pymupdf.VersionBind),
-            settings=self.settings(),
+            settings=settings,
             elapsed_s=time.perf_counter() - start,
             warnings=tuple(warnings),
         )
+
+
+    def _page_tables(self, page: Any, number: int, tables: list[str], warnings: list[str]) -> int:
+        """Append the page's tables (HTML) to ``tables``; 1 when the table finder failed on it (with a warning)."""
+        from ingestaudit.parsers.pymupdf_tables import page_tables
+
+        try:
+            found, notes = page_tables(page, self.table_finder)
+        except Exception as exc:  # noqa: BLE001 - the finder failing must not lose the page's text
+            warnings.append(f"page {number}: table extraction failed ({type(exc).__name__}: {exc})")
+            return 1
+        tables += found
+        warnings += [f"page {number}: {n}" for n in notes]
+        return 0
 
 
 def _import() -> Any:

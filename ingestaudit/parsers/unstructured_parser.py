@@ -7,6 +7,8 @@
 Element categories become block kinds through `CATEGORY_KINDS`, an exhaustive mapping over every category the
 installed Unstructured defines (a test checks it against ``unstructured.documents.elements``). Tables are the
 elements' ``metadata.text_as_html`` (the ``fast`` PDF strategy infers no table structure, so PDF tables have none).
+Each `ParsedDocument` declares it (``settings["table_extraction"]``, see `TABLE_SOURCES`): True for HTML, False with
+a note for PDF and text, so the tables auditor records ``no_prediction`` there instead of a TEDS of 0.
 
 Running offline. Before Unstructured is imported, ``SCARF_NO_ANALYTICS=true``, ``DO_NOT_TRACK=true`` and
 ``UNSTRUCTURED_DISABLE_NOTICE=1`` are set. The three partitioners classify text with heuristics
@@ -66,6 +68,13 @@ PARTITIONERS = {
     ".txt": ("unstructured.partition.text", "partition_text"),
     ".md": ("unstructured.partition.text", "partition_text"),
 }
+
+#: Suffixes whose partitioner yields table structure (``text_as_html``); for the others each document declares
+#: ``settings["table_extraction"] = False`` with the note given here.
+TABLE_SOURCES = {".html": "partition_html Table elements' metadata.text_as_html",
+                 ".htm": "partition_html Table elements' metadata.text_as_html"}
+NO_TABLES_NOTE = {".pdf": "the fast PDF strategy infers no table structure",
+                  ".txt": "partition_text yields no table structure", ".md": "partition_text yields no table structure"}
 
 #: Unstructured element category (``element.category``, and every ``ElementType`` value) -> `Block` kind; None means
 #: "not a block" (page breaks only mark page boundaries).
@@ -306,7 +315,11 @@ class UnstructuredParser(Parser):
             cause = "; ".join(log.causes) or "no cause logged"
             raise ParserError(f"{document.path}: unstructured could not extract the PDF's text ({cause})")
         # the fast PDF strategy reports pdfminer coordinates, i.e. PDF points (in a PixelSpace sized in points)
-        return self._convert(elements, version, elapsed, log.warnings, in_points=document.suffix == ".pdf")
+        parsed = self._convert(elements, version, elapsed, log.warnings, in_points=document.suffix == ".pdf")
+        parsed.settings["table_extraction"] = document.suffix in TABLE_SOURCES
+        if document.suffix not in TABLE_SOURCES:
+            parsed.settings["table_extraction_note"] = NO_TABLES_NOTE.get(document.suffix, "no table structure")
+        return parsed
 
     def _convert(self, elements: list[Any], version: str, elapsed: float, warnings: list[str],
                  in_points: bool) -> ParsedDocument:

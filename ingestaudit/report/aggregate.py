@@ -52,13 +52,14 @@ def summarize_group(rows: Sequence[MeasurementRow], *, parser: str, doc_class: s
     for r in rows:
         states[r.state] += 1
     ok = [r for r in rows if r.state == State.OK.value]
-    micro = macro = None
+    micro = macro = num = den = None
     ci = None
     if ok:
         macro = sum(r.value for r in ok) / len(ok)  # type: ignore[misc]
         if all(r.numerator is not None and r.denominator is not None for r in ok):
+            num = sum(r.numerator for r in ok)  # type: ignore[misc]
             den = sum(r.denominator for r in ok)  # type: ignore[misc]
-            micro = sum(r.numerator for r in ok) / den if den else None  # type: ignore[misc]
+            micro = num / den if den else None
         key = f"{parser}\0{doc_class}\0{first.metric}\0{first.label}"
         ci = _interval(first.metric, ok, seed=(seed * 1_000_003 + zlib.crc32(key.encode())) % 2**32,
                        n_resamples=n_resamples, confidence=confidence)
@@ -67,7 +68,7 @@ def summarize_group(rows: Sequence[MeasurementRow], *, parser: str, doc_class: s
         n_docs=len(ok), micro=micro, macro=macro,
         ci_low=ci.low if ci else None, ci_high=ci.high if ci else None,
         ci_method=ci.method if ci else ("none (no ok rows)" if not ok else "none (too few documents)"),
-        states=states)
+        states=states, numerator=num, denominator=den)
 
 
 def corpus_summary_row(score: Score, *, parser: str, doc_class: str, n_docs: int) -> SummaryRow:
@@ -79,7 +80,7 @@ def corpus_summary_row(score: Score, *, parser: str, doc_class: str, n_docs: int
     return SummaryRow(parser=parser, doc_class=doc_class, stage=score.metric.split(".", 1)[0], metric=score.metric,
                       label=score.label, n_docs=n_docs, micro=score.value, macro=None, ci_low=ci.get("low"),
                       ci_high=ci.get("high"), ci_method=ci.get("method", "none (corpus-level value)"),
-                      states=states, level="corpus")
+                      states=states, level="corpus", numerator=score.numerator, denominator=score.denominator)
 
 
 def summarize(rows: Iterable[MeasurementRow], parser_order: Sequence[str], *, seed: int, n_resamples: int = 1000,

@@ -19,6 +19,7 @@ def _header(report: Report) -> list[str]:
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown: header, legend, one table per class, failures."""
     out = ["# ingestaudit report", "", *(f"- {line}" for line in _header(report)), "", LEGEND, ""]
+    out += _settings_markdown(report)
     for t in class_tables(report):
         out += [f"## {t.doc_class}", "", "| metric | " + " | ".join(t.parsers) + " |",
                 "|---|" + "---|" * len(t.parsers)]
@@ -26,9 +27,38 @@ def render_markdown(report: Report) -> str:
             out.append(f"| {name} {direction(name)} | "
                        + " | ".join(f"{c.value}<br>{c.extra}" if c.value else "" for c in cells) + " |")
         out.append("")
+    out += _paired_markdown(report)
+    if report.details:
+        out += ["## Details", "", "Tables too rich for rows, in report.json `details`:", ""]
+        out += [f"- {d.stage} / {d.parser}: `{d.name}`" for d in report.details] + [""]
     out += [f"## Failures ({len(report.failures)})", ""]
     out += [f"- `{f.doc_id}` {f.parser or '-'} {f.stage}: {f.message}" for f in report.failures] or ["none"]
     return "\n".join(out) + "\n"
+
+
+def _settings_markdown(report: Report) -> list[str]:
+    """Every option that changes the numbers: parser settings and auditor options, printed beside the tables."""
+    import json
+
+    out = ["<details><summary>Settings that change the numbers</summary>", ""]
+    out += [f"- parser `{p.name}` {p.version}: `{json.dumps(p.settings, sort_keys=True)}`" for p in report.parsers]
+    for stage, opts in (report.config.get("auditors") or {}).items():
+        out.append(f"- stage `{stage}`: `{json.dumps(opts, sort_keys=True)}`")
+    return out + ["", "</details>", ""]
+
+
+def _paired_markdown(report: Report) -> list[str]:
+    tests = [t for t in report.paired_tests if t.significant]
+    if not report.paired_tests:
+        return []
+    out = ["## Paired tests between parsers", "",
+           f"{len(report.paired_tests)} Wilcoxon signed-rank tests over documents measured by both parsers; "
+           f"{len(tests)} significant at alpha = 0.05 (not corrected for multiple comparisons):", ""]
+    if tests:
+        out += ["| class | metric | a | b | n | mean b−a | p |", "|---|---|---|---|---|---|---|"]
+        out += [f"| {t.doc_class} | {t.metric}{f'[{t.label}]' if t.label else ''} | {t.parser_a} | {t.parser_b} "
+                f"| {t.n_pairs} | {t.mean_diff:+.4f} | {t.p_value:.4g} |" for t in tests]
+    return out + [""]
 
 
 def render_terminal(report: Report, console) -> None:

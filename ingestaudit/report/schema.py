@@ -70,6 +70,8 @@ class SummaryRow(_Model):
     ci_method: str
     states: dict[str, int]
     level: str = "document"
+    numerator: float | None = None  # Σ numerator behind micro (None when rows carry no counts)
+    denominator: float | None = None
 
 
 class StageDetail(_Model):
@@ -79,6 +81,23 @@ class StageDetail(_Model):
     stage: str
     name: str
     data: Any
+
+
+class PairedTest(_Model):
+    """A paired test between two parsers on the documents both measured (``diff = parser_b - parser_a``)."""
+
+    doc_class: str
+    metric: str
+    label: str
+    parser_a: str
+    parser_b: str
+    n_pairs: int
+    mean_diff: float
+    median_diff: float
+    statistic: float
+    p_value: float
+    significant: bool
+    method: str
 
 
 class Failure(_Model):
@@ -101,6 +120,7 @@ class Report(_Model):
     summary: list[SummaryRow]
     failures: list[Failure]
     details: list[StageDetail] = []
+    paired_tests: list[PairedTest] = []
 
     def to_json(self) -> str:
         """Serialise as indented JSON; raises ValueError if a NaN or infinity slipped in (``allow_nan=False``)."""

@@ -34,8 +34,10 @@ def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
     """Format one summary row (None when the parser has no row for that metric)."""
     if row is None:
         return Cell("", "")
-    value = (f"{fmt(row.micro, digits)} ({fmt(row.macro, digits)})" if row.micro is not None
-             else fmt(row.macro, digits))
+    if row.micro is not None and row.macro is not None:
+        value = f"{fmt(row.micro, digits)} ({fmt(row.macro, digits)})"
+    else:  # a corpus-level value (macro None) or a metric without counts (micro None)
+        value = fmt(row.micro if row.micro is not None else row.macro, digits)
     other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
     ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}] " if row.ci_low is not None else ""
     return Cell(value, f"{ci}n={row.n_docs}" + (f"; {other}" if other else ""))

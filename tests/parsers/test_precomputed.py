@@ -53,7 +53,8 @@ def test_json_output_with_every_field(tmp_path):
     assert parsed.warnings == ("page 1 rotated",)
     assert parsed.settings == {"outputs_folder": "mypipe", "suffixes": [".json", ".txt", ".md", ".page.xml",
                                                                        ".alto.xml", ".xml"],
-                               "format": "json", "pipeline": {"ocr": False}}
+                               "format": "json", "pipeline": {"ocr": False},
+                               "table_extraction": True}  # a "tables" key: the pipeline looked for tables
     assert parsed.extras == {
         "clean_text": "Jane Doe wrote this.", "language": "en",
         "pii": [{"start": 9, "end": 17, "type": "PERSON"}], "dup_cluster": 7,

@@ -188,8 +188,9 @@ def test_import_into_an_existing_empty_folder_and_unknown_kind(src, tmp_path):
     assert sorted(p.name for p in dest.iterdir()) == ["docs", "import.json", "outputs", "truth"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # the staging folder was moved, not left
     assert "not imported (36): baseline 1, math 12, present 3, table 20" in "\n".join(summary.lines())
-    with pytest.raises(UnknownImporter, match="known: dinglehopper, docling, olmocr-bench"):
+    with pytest.raises(UnknownImporter) as err:
         get_importer("olmocr")
+    assert all(kind in str(err.value) for kind in ("dinglehopper", "docling", "olmocr-bench"))
 
 
 def test_import_names_the_missing_or_bad_source_file(src, tmp_path):

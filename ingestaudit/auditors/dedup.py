@@ -1,0 +1,767 @@
+"""Near-duplicate detection auditor (stage ``dedup``): false-merge and missed-merge rates against labelled groups.
+
+Runs at corpus level, once per parser, on each parser's extracted text (end to end) or, with ``--parser reference``,
+on the reference text (component level). Gold: the truth's ``dup_group``; documents sharing a value are duplicates,
+a document without one is unique. The stage applies when some document has a ``dup_group``.
+
+Which detector is audited, per parser (first that applies):
+
+1. **precomputed clusters**: when some parsed document carries ``extras["dup_cluster"]`` (a precomputed output with
+   a ``dup_cluster`` key) and ``use_precomputed`` is on, those cluster ids are audited and nothing runs. Cluster
+   ids are compared as strings; a document whose output has no ``dup_cluster`` is in no cluster (unique);
+2. a **user detector** (``detector = "NAME"``): a `DedupDetector` registered under the entry-point group
+   ``ingestaudit.dedup_detectors`` (or given as ``"module:Class"``), built with ``detector_options``;
+3. the **default detector** (``detector = "minhash"``): datasketch MinHash + MinHashLSH, connected components
+   (`ingestaudit.stages.dedup.deduplicate`), every `DedupConfig` field being an option of this auditor.
+
+A document the parser produced nothing for is in no predicted cluster (it cannot be merged): end to end, a parsing
+failure costs missed merges. Its ``dedup.excluded`` row carries the parser's state.
+
+Rows (metric definitions in `ingestaudit.metrics.dedup`; ``G`` gold pairs, ``P`` predicted pairs, ``T`` pairs in
+both):
+
+- corpus level, per class and ``__all__``: ``pairwise_precision`` T/P, ``pairwise_recall`` T/G, ``pairwise_f1``
+  2T/(P+G), ``false_merge_rate`` (P-T)/P, ``missed_merge_rate`` (G-T)/G, ``bcubed_precision``, ``bcubed_recall``,
+  ``ari``, ``largest_cluster``, ``chained_pairs`` (within-cluster pairs with exact Jaccard below the threshold /
+  within-cluster pairs), ``removed_docs`` and ``wrongly_removed_docs`` (per class: documents dropped / documents).
+  A class's values use both partitions restricted to that class's documents (only pairs inside the class count);
+  ``__all__`` counts every pair, cross-class pairs included. Removal uses the whole partition (a document is removed
+  when it is not the first member, in corpus order, of its predicted cluster, wherever that member lives).
+- per document: ``dedup.excluded`` (1 when the detector kept the document out of LSH: empty or too short), with the
+  document's predicted cluster, gold group and removal in its detail.
+- sweep (``sweep_num_perm`` x ``sweep_thresholds``), ``__all__`` only: ``sweep_false_merge_rate`` and
+  ``sweep_missed_merge_rate`` per setting (label ``num_perm=128,threshold=0.8``), and ``sweep_best`` (label
+  ``missed_merge<=BUDGET/num_perm=..,threshold=..``): the setting with the lowest false-merge rate among those whose
+  missed-merge rate is at most the budget.
+
+``details`` (report.json): ``detector``, ``lsh`` (bands b, rows r, hash values used, error areas, S-curve points),
+``excluded``, ``no_output``, ``clusters``, ``corpus_counts`` (every count behind the rates), ``chained_examples``,
+``s_curve`` (empirical LSH candidate rate per exact-Jaccard bucket next to 1-(1-J^r)^b), ``sweep`` and
+``sweep_best``. User-supplied names (classes, document ids) appear only as values, never as keys.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.measurement import Score, State
+from ingestaudit.metrics import dedup as dm
+from ingestaudit.metrics.dedup import Rate
+from ingestaudit.metrics.intervals import wilson
+from ingestaudit.metrics.jaccard import exact_jaccard
+from ingestaudit.metrics.lsh import candidate_rate_by_bucket, lsh_params
+from ingestaudit.metrics.specs import MetricSpec, register
+from ingestaudit.stages.dedup import DedupConfig, DedupResult, deduplicate, deduplicate_grid, normalize, shingle_set
+from ingestaudit.truth import Truth
+
+ALL = "__all__"
+
+METRICS = (
+    MetricSpec("dedup.pairwise_precision", "T/P: predicted duplicate pairs (same predicted cluster) that are gold "
+               "duplicate pairs (same dup_group) / predicted pairs; unordered document pairs (Manning et al. 2008, "
+               "IIR §16.3); corpus level, per class over pairs inside the class", higher_is_better=True,
+               ci="wilson", unit="pairs"),
+    MetricSpec("dedup.pairwise_recall", "T/G: gold duplicate pairs that were predicted / gold duplicate pairs; "
+               "corpus level", higher_is_better=True, ci="wilson", unit="pairs"),
+    MetricSpec("dedup.pairwise_f1", "2T/(P+G), harmonic mean of pairwise precision and recall in count form; corpus "
+               "level", higher_is_better=True, unit="pairs"),
+    MetricSpec("dedup.false_merge_rate", "(P-T)/P: predicted duplicate pairs that are not gold duplicates / predicted "
+               "pairs (= 1 - pairwise precision); no_prediction when nothing merged; corpus level",
+               higher_is_better=False, ci="wilson", unit="pairs"),
+    MetricSpec("dedup.missed_merge_rate", "(G-T)/G: gold duplicate pairs not predicted / gold pairs (= 1 - pairwise "
+               "recall); no_reference without gold pairs; corpus level", higher_is_better=False, ci="wilson",
+               unit="pairs"),
+    MetricSpec("dedup.bcubed_precision", "B-cubed precision (1/n) Σ_i |C(i)∩G(i)|/|C(i)|, equal weight per document "
+               "(Bagga & Baldwin 1998; Amigó et al. 2009); numerator = sum of per-document precisions, denominator "
+               "= n; corpus level", higher_is_better=True, unit="docs"),
+    MetricSpec("dedup.bcubed_recall", "B-cubed recall (1/n) Σ_i |C(i)∩G(i)|/|G(i)| (Bagga & Baldwin 1998); corpus "
+               "level", higher_is_better=True, unit="docs"),
+    MetricSpec("dedup.ari", "adjusted Rand index (T-E)/(M-E), E = G·P/C(n,2), M = (G+P)/2 (Hubert & Arabie 1985; "
+               "as sklearn adjusted_rand_score, but 0/0 is no_reference, not 1.0); corpus level",
+               higher_is_better=True, low=-1.0, unit="pairs"),
+    MetricSpec("dedup.largest_cluster", "documents in the largest predicted cluster (1 when nothing merged); a giant "
+               "cluster is the sign of chaining through connected components; corpus level",
+               higher_is_better=False, low=0.0, high=None, unit="docs"),
+    MetricSpec("dedup.chained_pairs", "within-cluster pairs whose exact Jaccard of the detector's shingle sets is "
+               "below the threshold / within-cluster pairs (pairs joined only through transitivity); "
+               "no_prediction when nothing merged; corpus level", higher_is_better=False, ci="wilson",
+               unit="pairs"),
+    MetricSpec("dedup.removed_docs", "documents deduplication would drop (every member of a predicted cluster but "
+               "its first in corpus order) / documents of the class; not a quality score by itself: the share a "
+               "perfect detector drops is gold_removable in details corpus_counts", higher_is_better=False,
+               ci="wilson", unit="docs"),
+    MetricSpec("dedup.wrongly_removed_docs", "dropped documents whose gold group differs from the kept member's (or "
+               "that have none): unique content lost from the index / documents of the class",
+               higher_is_better=False, ci="wilson", unit="docs"),
+    MetricSpec("dedup.excluded", "1 when the detector kept the document out of LSH (empty after normalization, or "
+               "fewer shingles than min_shingles), else 0; per document, so the aggregate is the share excluded",
+               higher_is_better=False, ci="wilson", unit="docs"),
+    MetricSpec("dedup.sweep_false_merge_rate", "dedup.false_merge_rate of the default detector at one sweep setting; "
+               "label 'num_perm=N,threshold=T' (two axes joined by ','); __all__ only", higher_is_better=False,
+               ci="wilson", unit="pairs"),
+    MetricSpec("dedup.sweep_missed_merge_rate", "dedup.missed_merge_rate of the default detector at one sweep "
+               "setting; label 'num_perm=N,threshold=T'; __all__ only", higher_is_better=False, ci="wilson",
+               unit="pairs"),
+    MetricSpec("dedup.sweep_best", "false-merge rate of the sweep setting with the lowest false-merge rate among "
+               "those whose missed-merge rate is <= the budget (ties: lower missed-merge rate, fewer permutations, "
+               "higher threshold); label 'missed_merge<=B/num_perm=N,threshold=T' (budget / setting); __all__ only",
+               higher_is_better=False, ci="wilson", unit="pairs"),
+)
+register(*METRICS)
+
+MAX_LISTED = 200
+"""At most this many clusters, excluded documents or documents without output are listed in a detail."""
+DEFAULT_EDGES = tuple(i / 10 for i in range(11))
+"""Default exact-Jaccard bucket edges of the S-curve detail: [0, 0.1), ..., [0.9, 1.0]."""
+CURVE_POINTS = tuple(i / 10 for i in range(1, 11))
+"""Jaccard values at which the theoretical candidate probability is printed in the ``lsh`` detail."""
+DETECTOR_GROUP = "ingestaudit.dedup_detectors"
+"""Entry-point group of user near-duplicate detectors (name -> ``module:Class`` of a `DedupDetector`)."""
+BUILTIN_DETECTOR = "minhash"
+
+
+# --- the detector plug point ----------------------------------------------------------------------------------------
+
+class DetectorError(Exception):
+    """Base error of near-duplicate detectors: a detector raises it (or a subclass) when it cannot cluster a corpus.
+    The auditor turns it (and any other exception from a user detector) into ``error`` rows with the message."""
+
+
+@dataclass(frozen=True)
+class DetectorOutput:
+    """What a detector returns for one corpus.
+
+    Attributes:
+        cluster_of: ``doc key -> cluster id`` (any hashable; compared as given). A key that is absent or maps to None
+            is in no cluster (unique). Keys that were not in the input are an error.
+        excluded: ``doc key -> reason`` for documents the detector deliberately kept out (empty, too short), or
+            None when the detector does not report exclusions (``dedup.excluded`` rows are then ``no_prediction``).
+        details: JSON-serialisable facts to print in the report (the detector's own parameters...).
+    """
+
+    cluster_of: Mapping[str, Hashable | None]
+    excluded: Mapping[str, str] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class DedupDetector(ABC):
+    """A near-duplicate detector under audit, plugged in through the entry-point group ``ingestaudit.dedup_detectors``.
+
+    The auditor builds it with the keyword arguments of ``[auditor_options.dedup] detector_options`` and calls
+    `detect` once per parser with the whole corpus.
+    """
+
+    name: ClassVar[str] = ""
+
+    def options(self) -> dict[str, Any]:
+        """Every option that changes this detector's output, JSON-serialisable (printed in the report)."""
+        return {}
+
+    @abstractmethod
+    def detect(self, docs: Sequence[tuple[str, str]]) -> DetectorOutput | Mapping[str, Hashable | None]:
+        """Cluster ``docs`` (``(key, text)`` pairs, unique keys, corpus order).
+
+        Returns:
+            a `DetectorOutput`, or a plain ``key -> cluster id`` mapping (no exclusions reported).
+
+        Raises:
+            DetectorError: the corpus cannot be clustered (message kept in the report).
+        """
+
+
+def detector_names() -> list[str]:
+    """``"minhash"`` and every name registered under `DETECTOR_GROUP`, sorted after it."""
+    from importlib.metadata import entry_points
+
+    return [BUILTIN_DETECTOR] + sorted(ep.name for ep in entry_points(group=DETECTOR_GROUP))
+
+
+def load_detector(name: str, options: Mapping[str, Any] | None = None) -> DedupDetector:
+    """Instantiate the user detector ``name`` (an entry-point name of `DETECTOR_GROUP`, or ``"module:Class"``).
+
+    Raises:
+        ValueError: unknown name (the message lists the registered detectors), an import failure, a class that is
+            not a `DedupDetector`, or options it does not take.
+    """
+    from importlib import import_module
+    from importlib.metadata import entry_points
+
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            cls = getattr(import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"cannot load dedup detector {name!r}: {exc}") from exc
+    else:
+        eps = {ep.name: ep for ep in entry_points(group=DETECTOR_GROUP)}
+        if name not in eps:
+            raise ValueError(f"unknown dedup detector {name!r}; known: {', '.join(detector_names())} "
+                             f"(or 'module:Class')")
+        try:
+            cls = eps[name].load()
+        except ImportError as exc:
+            raise ValueError(f"dedup detector {name!r} could not be imported ({exc}); install its package") from exc
+    if not (isinstance(cls, type) and issubclass(cls, DedupDetector)):
+        raise ValueError(f"dedup detector {name!r} is not a DedupDetector subclass")
+    try:
+        return cls(**dict(options or {}))
+    except TypeError as exc:
+        raise ValueError(f"dedup detector {name!r}: bad detector_options ({exc})") from exc
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------------
+
+def _score(metric: str, rate: Rate, *, label: str = "", detail: dict[str, Any] | None = None) -> Score:
+    """A `Score` carrying the `Rate`'s own state (``no_prediction`` stays ``no_prediction``), never a fake 0."""
+    if rate.state is State.OK:
+        return Score(metric, rate.value, rate.numerator, rate.denominator, State.OK, label, detail or {})
+    return Score(metric, None, rate.numerator, rate.denominator, rate.state, label,
+                 {**(detail or {}), "reason": rate.reason or "undefined"})
+
+
+def _rate_json(rate: Rate) -> dict[str, Any]:
+    return {"value": rate.value, "numerator": rate.numerator, "denominator": rate.denominator,
+            "state": rate.state.value, "reason": rate.reason}
+
+
+def _values(value: Sequence[Any] | str | None, cast: Callable[[Any], Any]) -> list[Any]:
+    """A list option given as a list or as a comma-separated string (``"64,128,256"``), each item cast.
+
+    Raises:
+        ValueError: an item that ``cast`` refuses.
+    """
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        return [cast(str(v).strip()) if isinstance(v, str) else cast(v) for v in items if str(v).strip()]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bad list option {value!r}: {exc}") from None
+
+
+def _cell_label(num_perm: int, threshold: float) -> str:
+    return f"num_perm={num_perm},threshold={threshold:g}"
+
+
+class _Shingles:
+    """Exact shingle sets of the parsed texts under one `DedupConfig` (normalization + shingling), cached."""
+
+    def __init__(self, texts: Mapping[str, str], config: DedupConfig):
+        self.texts = texts
+        self.config = config
+        self._cache: dict[str, frozenset[bytes]] = {}
+
+    def __call__(self, key: str) -> frozenset[bytes]:
+        s = self._cache.get(key)
+        if s is None:
+            s = self._cache[key] = shingle_set(normalize(self.texts[key], self.config), self.config)
+        return s
+
+    def jaccard(self, a: str, b: str) -> float | None:
+        """Exact Jaccard of two documents' shingle sets (None when both are empty)."""
+        return exact_jaccard(self(a), self(b))
+
+
+def pairwise_jaccard(sets: Sequence[frozenset], max_pairs: int) -> np.ndarray | None:
+    """Exact Jaccard ``J(A, B) = |A∩B| / |A∪B|`` (Jaccard 1901) of every pair of ``sets``.
+
+    The intersections come from one sparse product ``X Xᵀ`` of the binary document x shingle matrix ``X``, the unions
+    from ``|A∪B| = |A| + |B| - |A∩B|``; the same values as `ingestaudit.metrics.jaccard.exact_jaccard` pair by pair.
+
+    Args:
+        sets: ``n`` shingle sets (any hashable items).
+        max_pairs: budget on ``n(n-1)/2``; memory is O(n²).
+
+    Returns:
+        float64 array of length ``n(n-1)/2``, the condensed upper triangle (pairs ``i < j`` in the order of
+        ``numpy.triu_indices(n, 1)``), values in [0, 1]; a pair of two empty sets gets 0.0 (callers pass non-empty
+        sets only); None when ``n(n-1)/2 > max_pairs`` (nothing computed).
+    """
+    from scipy.sparse import csr_matrix
+
+    n = len(sets)
+    if n * (n - 1) // 2 > max_pairs:
+        return None
+    vocab: dict[Any, int] = {}
+    indptr = [0]
+    indices: list[int] = []
+    for s in sets:
+        indices.extend(vocab.setdefault(x, len(vocab)) for x in s)
+        indptr.append(len(indices))
+    x = csr_matrix((np.ones(len(indices), dtype=np.int32), np.array(indices, dtype=np.int64),
+                    np.array(indptr, dtype=np.int64)), shape=(n, max(len(vocab), 1)))
+    inter = (x @ x.T).toarray().astype(np.int64)
+    size = np.diff(np.array(indptr, dtype=np.int64))
+    iu, ju = np.triu_indices(n, 1)
+    i_ = inter[iu, ju]
+    union = size[iu] + size[ju] - i_
+    out = np.zeros(len(iu), dtype=np.float64)
+    np.divide(i_, union, out=out, where=union > 0)
+    return out
+
+
+def _representatives(result: DedupResult) -> list[str]:
+    """Keys that went into the LSH index: not excluded, and first of their exact-duplicate group."""
+    out_of_index = {e.key for e in result.excluded}
+    out_of_index.update(k for g in result.exact_groups for k in g[1:])
+    return [k for k in result.keys if k not in out_of_index]
+
+
+@dataclass
+class _Prediction:
+    """One detector's output over the corpus, in the form the metrics need."""
+
+    kind: str  # "minhash", "precomputed", "detector:<name>"
+    cluster_of: dict[str, Hashable | None]
+    excluded: dict[str, dict[str, Any]] | None  # key -> {"reason", ...}; None: not reported
+    details: dict[str, Any]
+    result: DedupResult | None = None
+
+
+# --- the auditor -----------------------------------------------------------------------------------------------------
+
+class DedupAuditor(CorpusAuditor):
+    """Audits a near-duplicate detector against ``dup_group`` labels at corpus level (see the module docstring).
+
+    Args:
+        detector: ``"minhash"`` (default: `ingestaudit.stages.dedup`), an entry-point name of `DETECTOR_GROUP`, or
+            ``"module:Class"`` of a `DedupDetector`.
+        detector_options: keyword arguments of a user detector.
+        use_precomputed: audit ``dup_cluster`` ids found in precomputed outputs instead of running a detector.
+        sweep_num_perm, sweep_thresholds: the sweep grid, as lists or comma-separated strings (``"0.5,0.8"``);
+            either alone sweeps that axis at the other's configured value. Each setting builds its own MinHashLSH
+            index over signatures computed once per ``num_perm`` (`ingestaudit.stages.dedup.deduplicate_grid`).
+        missed_merge_budget: the largest missed-merge rate a sweep setting may have to be "best", in [0, 1].
+        jaccard_edges: bucket edges of the S-curve detail (increasing, within [0, 1]; a list or a
+            comma-separated string).
+        max_exact_pairs: budget on document pairs for exact Jaccard (S-curve and chained pairs); above it those
+            parts are ``skipped`` with the reason.
+        workers: processes for shingling and hashing (the result does not depend on it).
+        **dedup_options: `DedupConfig` fields (shingling, k, normalization, num_perm, threshold, weights, seed,
+            scheme, verify, min_shingles, short_docs). They also define the exact Jaccard of chained pairs and of
+            the S-curve for every detector.
+
+    Raises:
+        TypeError: an unknown option (the registry reports it as a bad ``[auditor_options.dedup]`` key).
+        ValueError: a bad value (an unknown detector, a threshold datasketch refuses in the grid, a budget outside
+            [0, 1]...).
+    """
+
+    stage = "dedup"
+    metrics = METRICS
+
+    def __init__(self, *, detector: str = BUILTIN_DETECTOR, detector_options: dict[str, Any] | None = None,
+                 use_precomputed: bool = True, sweep_num_perm: Sequence[int] | str | None = None,
+                 sweep_thresholds: Sequence[float] | str | None = None, missed_merge_budget: float = 0.1,
+                 jaccard_edges: Sequence[float] | str = DEFAULT_EDGES, max_exact_pairs: int = 500_000,
+                 workers: int = 1, **dedup_options: Any):
+        self.config = DedupConfig(**dedup_options)
+        self.detector = detector
+        self.detector_options = dict(detector_options or {})
+        if detector != BUILTIN_DETECTOR:
+            load_detector(detector, self.detector_options)  # fail early, in the main process
+        self.use_precomputed = bool(use_precomputed)
+        if not 0.0 <= missed_merge_budget <= 1.0:
+            raise ValueError(f"missed_merge_budget must be in [0, 1], got {missed_merge_budget}")
+        self.budget = float(missed_merge_budget)
+        edges = _values(jaccard_edges, float)
+        if len(edges) < 2 or any(a >= b for a, b in zip(edges, edges[1:])) or edges[0] < 0 or edges[-1] > 1:
+            raise ValueError(f"jaccard_edges must be at least two increasing values in [0, 1], got {edges}")
+        self.edges = tuple(edges)
+        if max_exact_pairs < 0 or workers < 1:
+            raise ValueError("max_exact_pairs must be >= 0 and workers >= 1")
+        self.max_exact_pairs = int(max_exact_pairs)
+        self.workers = int(workers)
+        self.sweep: tuple[tuple[int, ...], tuple[float, ...]] | None = None
+        if sweep_num_perm is not None or sweep_thresholds is not None:
+            perms = tuple(dict.fromkeys(_values(sweep_num_perm, int) or [self.config.num_perm]))
+            ths = tuple(dict.fromkeys(_values(sweep_thresholds, float) or [self.config.threshold]))
+            if not perms or not ths:
+                raise ValueError("sweep_num_perm and sweep_thresholds must not be empty lists")
+            for p in perms:
+                for t in ths:
+                    replace(self.config, num_perm=p, threshold=t)  # raises what MinHashLSH would refuse
+            self.sweep = (perms, ths)
+
+    # -- report configuration ---------------------------------------------------------------------------------------
+
+    def _lsh(self, num_perm: int, threshold: float) -> dict[str, Any]:
+        p = lsh_params(threshold, num_perm, self.config.weights)
+        return {"num_perm": num_perm, "threshold": threshold, "b": p.b, "r": p.r,
+                "hash_values_used": p.hash_values_used, "weights": list(p.weights),
+                "false_positive_area": p.false_positive_area, "false_negative_area": p.false_negative_area,
+                "candidate_probability": [{"jaccard": j, "probability": p.candidate_probability(j)}
+                                          for j in CURVE_POINTS]}
+
+    def options(self) -> dict[str, Any]:
+        """The detector, every `DedupConfig` field, the LSH bands ``b`` and rows ``r`` they imply, and the sweep."""
+        cfg = self.config
+        p = lsh_params(cfg.threshold, cfg.num_perm, cfg.weights)
+        out: dict[str, Any] = {
+            "detector": self.detector,
+            "detector_options": self.detector_options,
+            "use_precomputed": self.use_precomputed,
+            **cfg.options(),
+            "lsh_b": p.b, "lsh_r": p.r, "lsh_hash_values_used": p.hash_values_used,
+            "clustering": "connected components of LSH candidate pairs and exact (normalized SHA-256) groups",
+            "missed_merge_budget": self.budget,
+            "jaccard_edges": list(self.edges),
+            "max_exact_pairs": self.max_exact_pairs,
+        }
+        if self.sweep is not None:
+            out["sweep_num_perm"] = list(self.sweep[0])
+            out["sweep_thresholds"] = list(self.sweep[1])
+            out["sweep_lsh"] = [{"num_perm": q, "threshold": t, "b": lsh_params(t, q, cfg.weights).b,
+                                 "r": lsh_params(t, q, cfg.weights).r} for q in self.sweep[0] for t in self.sweep[1]]
+        return out
+
+    def applies(self, truth: Truth) -> bool:
+        """True when the document has a ``dup_group`` (the stage runs when some document does)."""
+        return truth.dup_group is not None
+
+    # -- prediction -------------------------------------------------------------------------------------------------
+
+    def _predict(self, items: list[CorpusItem], texts: dict[str, str]) -> _Prediction:
+        keys = [i.doc_id for i in items]
+        with_output = [i for i in items if i.parsed is not None]
+        if self.use_precomputed and any("dup_cluster" in i.parsed.extras for i in with_output):  # type: ignore
+            cluster_of: dict[str, Hashable | None] = dict.fromkeys(keys)
+            missing = []
+            for i in with_output:
+                cid = i.parsed.extras.get("dup_cluster")  # type: ignore[union-attr]
+                if cid is None:
+                    missing.append(i.doc_id)
+                else:
+                    cluster_of[i.doc_id] = str(cid)
+            return _Prediction("precomputed", cluster_of, None, {
+                "source": "ParsedDocument.extras['dup_cluster'] of the precomputed outputs (ids compared as strings)",
+                "without_dup_cluster": missing[:MAX_LISTED], "without_dup_cluster_total": len(missing)})
+        docs = [(k, texts[k]) for k in keys if k in texts]
+        if self.detector == BUILTIN_DETECTOR:
+            result = deduplicate(docs, self.config, workers=self.workers)
+            cluster_of = dict.fromkeys(keys)
+            cluster_of.update(result.cluster_of)
+            excluded = {e.key: {"reason": e.reason, "n_chars": e.n_chars, "n_shingles": e.n_shingles}
+                        for e in result.excluded}
+            lsh = {**self._lsh(self.config.num_perm, self.config.threshold), "b": result.b, "r": result.r,
+                   "scheme": result.scheme, "datasketch_version": result.datasketch_version}
+            return _Prediction(BUILTIN_DETECTOR, cluster_of, excluded, {
+                "lsh": lsh, "candidate_pairs": len(result.candidates),
+                "accepted_candidate_pairs": sum(c.accepted for c in result.candidates),
+                "exact_groups": len(result.exact_groups)}, result)
+        det = load_detector(self.detector, self.detector_options)
+        out = det.detect(docs)
+        if not isinstance(out, DetectorOutput):
+            out = DetectorOutput(dict(out))
+        unknown = [k for k in out.cluster_of if k not in texts]
+        if unknown:
+            raise DetectorError(f"detector {self.detector!r} returned clusters for {len(unknown)} key(s) that were "
+                                f"not in its input, e.g. {unknown[:3]!r}")
+        cluster_of = dict.fromkeys(keys)
+        cluster_of.update(out.cluster_of)
+        excl = None if out.excluded is None else {k: {"reason": str(v)} for k, v in out.excluded.items()}
+        return _Prediction(f"detector:{self.detector}", cluster_of, excl,
+                           {"detector_options": det.options(), **out.details})
+
+    # -- metrics ----------------------------------------------------------------------------------------------------
+
+    def _class_scores(self, gold: dict, pred: dict, similarity: Callable[[str, str], float | None],
+                      removal: dm.RemovalCounts, threshold: float) -> tuple[list[Score], dict[str, Any], list]:
+        c = dm.cluster_agreement(gold, pred)
+        ch = dm.chained_pairs(pred, similarity, threshold, max_pairs=self.max_exact_pairs)
+        rows = [
+            _score("dedup.pairwise_precision", dm.pairwise_precision(c)),
+            _score("dedup.pairwise_recall", dm.pairwise_recall(c)),
+            _score("dedup.pairwise_f1", dm.pairwise_f1(c)),
+            _score("dedup.false_merge_rate", dm.false_merge_rate(c)),
+            _score("dedup.missed_merge_rate", dm.missed_merge_rate(c)),
+            _score("dedup.bcubed_precision", dm.bcubed_precision(c)),
+            _score("dedup.bcubed_recall", dm.bcubed_recall(c)),
+            _score("dedup.ari", dm.adjusted_rand_index(c)),
+            (Score("dedup.largest_cluster", float(c.largest_predicted_cluster)) if c.n_items
+             else Score.missing("dedup.largest_cluster", State.NO_REFERENCE, "no documents")),
+            _score("dedup.chained_pairs", dm.chained_pair_rate(ch), detail={"threshold": threshold}),
+            _score("dedup.removed_docs", Rate.of(removal.removed, removal.n_items, if_zero=State.NO_REFERENCE,
+                                                 reason="no documents")),
+            _score("dedup.wrongly_removed_docs", Rate.of(removal.wrongly_removed, removal.n_items,
+                                                         if_zero=State.NO_REFERENCE, reason="no documents")),
+        ]
+        counts = {"n_docs": c.n_items, "all_pairs": c.all_pairs, "gold_pairs": c.gold_pairs,
+                  "predicted_pairs": c.predicted_pairs, "true_pairs": c.true_pairs, "false_merges": c.false_merges,
+                  "missed_merges": c.missed_merges, "merged_clusters": c.merged_clusters,
+                  "largest_predicted_cluster": c.largest_predicted_cluster, "largest_gold_group": c.largest_gold_group,
+                  "bcubed_precision_sum": float(c.bcubed_precision_sum),
+                  "bcubed_recall_sum": float(c.bcubed_recall_sum),
+                  "within_cluster_pairs": ch.within_cluster_pairs, "chained_pairs": ch.chained,
+                  "chained_state": ch.state.value, "chained_undefined": ch.undefined, "threshold": threshold,
+                  "removed": removal.removed, "wrongly_removed": removal.wrongly_removed,
+                  "gold_removable": removal.gold_removable}
+        examples = [{"a": a, "b": b, "jaccard": j} for a, b, j in ch.examples]
+        return rows, counts, examples
+
+    def _s_curve(self, result: DedupResult, shingles: _Shingles,
+                 cache: dict[tuple[str, ...], np.ndarray | None]) -> dict[str, Any]:
+        reps = _representatives(result)
+        key = tuple(reps)
+        if key not in cache:
+            cache[key] = pairwise_jaccard([shingles(k) for k in reps], self.max_exact_pairs)
+        jac = cache[key]
+        n = len(reps)
+        base = {"num_perm": result.config.num_perm, "threshold": result.config.threshold, "b": result.b,
+                "r": result.r, "indexed_docs": n, "pairs": n * (n - 1) // 2,
+                "definition": "pairs of documents in the LSH index (one per exact-duplicate group, empty and too-short "
+                              "documents excluded), bucketed by the exact Jaccard of their shingle sets; empirical = "
+                              "LSH candidates / pairs (Wilson 95% interval); theoretical = mean of 1-(1-J^r)^b over "
+                              "the bucket's pairs"}
+        if jac is None:
+            return {**base, "state": State.SKIPPED.value,
+                    "reason": f"{n * (n - 1) // 2} pairs exceed max_exact_pairs={self.max_exact_pairs}"}
+        pos = {k: i for i, k in enumerate(reps)}
+        mask = np.zeros(len(jac), dtype=bool)
+        for c in result.candidates:
+            i, j = sorted((pos[c.a], pos[c.b]))
+            mask[n * i - i * (i + 1) // 2 + (j - i - 1)] = True
+        # Pairs with J = 0 that are not candidates (most pairs of a corpus) add 1 pair, 0 candidates and P(0) = 0 each:
+        # they are folded into the bucket holding 0 afterwards instead of looping over them one by one.
+        keep = (jac > 0) | mask
+        zeros = int(len(jac) - keep.sum()) if self.edges[0] == 0.0 else 0
+        buckets = candidate_rate_by_bucket(jac[keep].tolist(), mask[keep].tolist(), result.b, result.r, self.edges)
+        rows = []
+        for k, bk in enumerate(buckets):
+            pairs, theo = bk.pairs, bk.theoretical
+            rate, interval = bk.empirical, bk.interval
+            if k == 0 and zeros:
+                theo = (theo or 0.0) * pairs / (pairs + zeros)
+                pairs += zeros
+                rate = Rate.of(bk.candidates, pairs, if_zero=State.NO_REFERENCE, reason="no pairs")
+                interval = wilson(bk.candidates, pairs)
+            rows.append({"low": bk.low, "high": bk.high, "pairs": pairs, "candidates": bk.candidates,
+                         "empirical": rate.value, "empirical_state": rate.state.value,
+                         "ci_low": interval.low if interval else None, "ci_high": interval.high if interval else None,
+                         "theoretical": theo})
+        return {**base, "state": State.OK.value, "buckets": rows}
+
+    def _run_sweep(self, items: list[CorpusItem], texts: dict[str, str], gold: dict[str, Hashable | None],
+                   shingles: _Shingles, cache: dict
+                   ) -> tuple[dict[str, Any], dict[str, Any], list[tuple[str, Score, int]]]:
+        assert self.sweep is not None
+        perms, ths = self.sweep
+        keys = [i.doc_id for i in items]
+        docs = [(k, texts[k]) for k in keys if k in texts]
+        grid = deduplicate_grid(docs, self.config, perms, ths, workers=self.workers)
+        cells = []
+        rows: list[tuple[str, Score, int]] = []
+        n = len(keys)
+        classes = sorted({i.doc_class for i in items})
+        members = {cls: [i.doc_id for i in items if i.doc_class == cls] for cls in classes}
+        for (p, t), res in grid.items():
+            pred = dict.fromkeys(keys)
+            pred.update(res.cluster_of)
+            c = dm.cluster_agreement(gold, pred)
+            fm, mm = dm.false_merge_rate(c), dm.missed_merge_rate(c)
+            ch = dm.chained_pairs(pred, shingles.jaccard, t, max_pairs=self.max_exact_pairs)
+            per_class = []
+            for cls in classes:
+                ids = members[cls]
+                cc = dm.cluster_agreement({k: gold[k] for k in ids}, {k: pred[k] for k in ids})
+                per_class.append({"doc_class": cls, "false_merge_rate": _rate_json(dm.false_merge_rate(cc)),
+                                  "missed_merge_rate": _rate_json(dm.missed_merge_rate(cc))})
+            label = _cell_label(p, t)
+            cells.append({"num_perm": p, "threshold": t, "label": label, "b": res.b, "r": res.r,
+                          "hash_values_used": res.b * res.r,
+                          "false_merge_rate": _rate_json(fm), "missed_merge_rate": _rate_json(mm),
+                          "pairwise_f1": _rate_json(dm.pairwise_f1(c)),
+                          "predicted_pairs": c.predicted_pairs, "gold_pairs": c.gold_pairs,
+                          "true_pairs": c.true_pairs, "largest_cluster": c.largest_predicted_cluster,
+                          "chained_pairs": ch.chained, "within_cluster_pairs": ch.within_cluster_pairs,
+                          "candidate_pairs": len(res.candidates),
+                          "s_curve": self._s_curve(res, shingles, cache), "per_class": per_class})
+            rows.append((ALL, _score("dedup.sweep_false_merge_rate", fm, label=label,
+                                     detail={"b": res.b, "r": res.r}), n))
+            rows.append((ALL, _score("dedup.sweep_missed_merge_rate", mm, label=label,
+                                     detail={"b": res.b, "r": res.r}), n))
+        best, reason = self.best_setting(cells, self.budget)
+        budget_label = f"missed_merge<={self.budget:g}"
+        if best is None:
+            rows.append((ALL, Score.missing("dedup.sweep_best", State.NO_PREDICTION, reason,
+                                            label=f"{budget_label}/none"), n))
+            best_detail: dict[str, Any] = {"budget": self.budget, "best": None, "reason": reason}
+        else:
+            fm = best["false_merge_rate"]
+            rows.append((ALL, Score("dedup.sweep_best", fm["value"], fm["numerator"], fm["denominator"], State.OK,
+                                    f"{budget_label}/{best['label']}",
+                                    {"missed_merge_rate": best["missed_merge_rate"]["value"], "b": best["b"],
+                                     "r": best["r"]}), n))
+            best_detail = {"budget": self.budget, "reason": reason,
+                           "best": {k: best[k] for k in ("num_perm", "threshold", "label", "b", "r",
+                                                         "false_merge_rate", "missed_merge_rate", "pairwise_f1")}}
+        sweep = {"num_perm": list(perms), "threshold": list(ths), "budget": self.budget,
+                 "base_config": self.config.options(), "cells": cells}
+        return sweep, best_detail, rows
+
+    @staticmethod
+    def best_setting(cells: Sequence[Mapping[str, Any]], budget: float) -> tuple[Mapping[str, Any] | None, str]:
+        """The sweep cell with the lowest false-merge rate among those with missed-merge rate ``<= budget``.
+
+        Only cells where both rates are defined (state ``ok``) compete. Ties: lower missed-merge rate, then fewer
+        permutations, then the higher threshold (fewer candidates to verify).
+
+        Returns:
+            ``(cell, reason)``; ``(None, reason)`` when no cell qualifies.
+        """
+        ok = [c for c in cells if c["false_merge_rate"]["state"] == "ok" and c["missed_merge_rate"]["state"] == "ok"]
+        fit = [c for c in ok if c["missed_merge_rate"]["value"] <= budget + 1e-12]
+        if not fit:
+            lowest = min((c["missed_merge_rate"]["value"] for c in ok), default=None)
+            why = (f"no setting has a missed-merge rate <= {budget:g}" +
+                   (f" (lowest: {lowest:.4f})" if lowest is not None else " (no setting has both rates defined)"))
+            return None, why
+        best = min(fit, key=lambda c: (c["false_merge_rate"]["value"], c["missed_merge_rate"]["value"],
+                                       c["num_perm"], -c["threshold"]))
+        return best, (f"lowest false-merge rate among the {len(fit)} of {len(cells)} settings with missed-merge "
+                      f"rate <= {budget:g}")
+
+    # -- entry point ------------------------------------------------------------------------------------------------
+
+    def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
+        """Audit one parser's output over the whole corpus (see the module docstring for rows and details).
+
+        Never raises for bad stage output: a detector that fails gives ``error`` rows with its message.
+        """
+        keys = [i.doc_id for i in items]
+        texts = {i.doc_id: i.parsed.text or "" for i in items if i.parsed is not None}
+        gold: dict[str, Hashable | None] = {i.doc_id: i.truth.dup_group for i in items}
+        classes = sorted({i.doc_class for i in items})
+        members = {cls: [i.doc_id for i in items if i.doc_class == cls] for cls in classes}
+        try:
+            pred = self._predict(items, texts)
+        except Exception as exc:  # a detector's failure is a measurement in state error, never a crash
+            return self._error_result(items, f"{type(exc).__name__}: {exc}")
+
+        shingles = _Shingles(texts, self.config)
+
+        def similarity(a: str, b: str) -> float | None:
+            if a not in texts or b not in texts:
+                return None
+            return shingles.jaccard(a, b)
+
+        doc_class = {i.doc_id: i.doc_class for i in items}
+        removal = dm.removal_counts(gold, pred.cluster_of, doc_class)
+        result = CorpusResult()
+        counts_detail: list[dict[str, Any]] = []
+        examples: list[dict[str, Any]] = []
+        threshold = self.config.threshold
+        for cls in classes + [ALL]:
+            ids = keys if cls == ALL else members[cls]
+            rem = (dm.RemovalCounts(*(sum(getattr(r, f) for r in removal.values())
+                                      for f in ("n_items", "removed", "wrongly_removed", "gold_removable")))
+                   if cls == ALL else removal[cls])
+            rows, counts, ex = self._class_scores({k: gold[k] for k in ids}, {k: pred.cluster_of[k] for k in ids},
+                                                  similarity, rem, threshold)
+            result.corpus_scores += [(cls, s, len(ids)) for s in rows]
+            counts_detail.append({"doc_class": cls, **counts})
+            if cls == ALL:
+                examples = ex
+        result.doc_scores = self._doc_rows(items, pred, gold)
+
+        details: dict[str, Any] = {
+            "detector": {"kind": pred.kind, **{k: v for k, v in pred.details.items() if k != "lsh"}},
+            "corpus_counts": counts_detail,
+            "chained_examples": {"threshold": threshold, "shingling": self.config.shingling, "k": self.config.k,
+                                 "normalization": self.config.normalization, "examples": examples},
+            "clusters": self._clusters_detail(pred.cluster_of, gold, keys),
+            "no_output": self._no_output_detail(items),
+        }
+        if "lsh" in pred.details:
+            details["lsh"] = pred.details["lsh"]
+        if pred.excluded is not None:
+            excl = [{"doc_id": k, **v} for k, v in pred.excluded.items()]
+            details["excluded"] = {"total": len(excl), "documents": excl[:MAX_LISTED]}
+        cache: dict = {}
+        if pred.result is not None:
+            details["s_curve"] = self._s_curve(pred.result, shingles, cache)
+        if self.sweep is not None:
+            try:
+                sweep, best, rows = self._run_sweep(items, texts, gold, shingles, cache)
+                details["sweep"], details["sweep_best"] = sweep, best
+                result.corpus_scores += rows
+            except Exception as exc:
+                msg = f"{type(exc).__name__}: {exc}"
+                details["sweep"] = {"state": State.ERROR.value, "reason": msg}
+                for m in ("dedup.sweep_false_merge_rate", "dedup.sweep_missed_merge_rate", "dedup.sweep_best"):
+                    result.corpus_scores.append((ALL, Score.missing(m, State.ERROR, msg), len(keys)))
+        result.details = details
+        return result
+
+    # -- rows and details -------------------------------------------------------------------------------------------
+
+    def _doc_rows(self, items: list[CorpusItem], pred: _Prediction,
+                  gold: dict[str, Hashable | None]) -> list[tuple[str, Score]]:
+        order = [i.doc_id for i in items]
+        by_cluster: dict[Hashable, list[str]] = {}
+        for k in order:
+            cid = pred.cluster_of[k]
+            if cid is not None:
+                by_cluster.setdefault(cid, []).append(k)
+        rows = []
+        for item in items:
+            k = item.doc_id
+            cid = pred.cluster_of[k]
+            group = by_cluster.get(cid, [k]) if cid is not None else [k]
+            kept = group[0]
+            detail: dict[str, Any] = {
+                "predicted_cluster": None if cid is None else str(cid), "cluster_size": len(group),
+                "gold_group": gold[k], "removed": kept != k, "kept_member": kept,
+                "wrongly_removed": kept != k and (gold[k] is None or gold[k] != gold[kept]),
+                "detector": pred.kind,
+            }
+            if item.parsed is None:
+                state = item.state if item.state is not State.OK else State.NO_PREDICTION
+                rows.append((k, Score("dedup.excluded", None, None, None, state, "",
+                                      {**detail, "reason": item.reason or "the parser produced no output"})))
+            elif pred.excluded is None:
+                rows.append((k, Score("dedup.excluded", None, None, None, State.NO_PREDICTION, "",
+                                      {**detail, "reason": f"the {pred.kind} detector does not report exclusions"})))
+            else:
+                ex = pred.excluded.get(k)
+                rows.append((k, Score("dedup.excluded", float(ex is not None), float(ex is not None), 1.0,
+                                      State.OK, "", {**detail, **({"excluded": ex} if ex else {})})))
+        return rows
+
+    @staticmethod
+    def _clusters_detail(cluster_of: Mapping[str, Hashable | None], gold: Mapping[str, Hashable | None],
+                         order: list[str]) -> dict[str, Any]:
+        members: dict[Hashable, list[str]] = {}
+        for k in order:
+            if cluster_of[k] is not None:
+                members.setdefault(cluster_of[k], []).append(k)
+        position = {k: i for i, k in enumerate(order)}
+        merged = [m for m in members.values() if len(m) >= 2]
+        merged.sort(key=lambda m: (-len(m), position[m[0]]))
+        listed = [{"size": len(m), "kept": m[0], "members": [{"doc_id": k, "gold_group": gold[k]} for k in m],
+                   "pure": len({gold[k] for k in m}) == 1 and gold[m[0]] is not None} for m in merged[:MAX_LISTED]]
+        return {"total": len(merged), "clusters": listed}
+
+    @staticmethod
+    def _no_output_detail(items: list[CorpusItem]) -> dict[str, Any]:
+        none = [{"doc_id": i.doc_id, "state": (i.state if i.state is not State.OK else State.NO_PREDICTION).value,
+                 "reason": i.reason} for i in items if i.parsed is None]
+        return {"total": len(none), "documents": none[:MAX_LISTED],
+                "note": "documents without parser output are in no predicted cluster"}
+
+    def _error_result(self, items: list[CorpusItem], msg: str) -> CorpusResult:
+        result = CorpusResult()
+        corpus_metrics = [s.name for s in METRICS if s.name not in ("dedup.excluded",) and ".sweep_" not in s.name]
+        classes = sorted({i.doc_class for i in items})
+        for cls in classes + [ALL]:
+            n = len(items) if cls == ALL else sum(i.doc_class == cls for i in items)
+            result.corpus_scores += [(cls, Score.missing(m, State.ERROR, msg), n) for m in corpus_metrics]
+        result.doc_scores = [(i.doc_id, Score.missing("dedup.excluded", State.ERROR, msg)) for i in items]
+        result.details = {"detector": {"kind": self.detector, "state": State.ERROR.value, "reason": msg}}
+        return result

@@ -1,0 +1,702 @@
+"""PII auditor (stage ``pii``): per-entity-type precision, recall, F1 and F2 of a scrubber under three named matching
+policies, losses attributed to extraction, residual leakage, and false alarms on documents without PII.
+
+Truth: ``pii`` spans on the document's reference text (DESIGN.md, "Truth file fields"). Per (document, parser):
+
+1. **Scrubber input** = the parser's extracted text. The scrubber (see `ingestaudit.stages.pii`) is, per document:
+   precomputed spans when the output carries ``pii`` (and ``prefer_precomputed``), else the configured one:
+   ``presidio`` (default), a user detector, ``precomputed``, or ``redacted`` (a redacted text audited from the
+   output side: `ingestaudit.stages.pii.redaction_spans` recovers the removed spans).
+2. **Label map**: gold types are renamed into the detector's vocabulary (``label_map``, e.g. GPE and
+   STREET_ADDRESS -> LOCATION; a type mapped to None is excluded on purpose); a gold type the detector cannot
+   produce is *unmapped*: left out of the per-type and all-type rows, kept in the type-agnostic rows, the leakage
+   and the extraction losses, and listed with its count in the details (never dropped silently).
+3. **Projection** (`ingestaudit.metrics.alignment`): gold spans are carried from the reference text onto the
+   extracted text through a character alignment. A span that cannot be projected is *lost in extraction*: it is
+   counted in ``pii.lost_in_extraction`` and left out of the recall denominators (a detector cannot find what the
+   parser dropped), never counted as a detector miss.
+4. **Matching** (`ingestaudit.metrics.spans`) under ``exact``, ``overlap@t`` and ``token``, all in one run.
+
+Rows (``label`` joins two axes with "/"): for every policy P (``exact``, ``overlap@0.5``, ``token``):
+
+- ``P/<TYPE>``: one entity type (detector vocabulary, after the label map);
+- ``P``: all types, typed matching, counts summed over types (micro over types);
+- ``P/*``: type-agnostic, "caught at all, whatever its type" (unmapped gold types included);
+- ``P/macro`` (corpus level only, per class and overall): mean over entity types of the per-type corpus rate.
+
+The all-types recall row's detail lists the missed spans, the extraction losses, the unmapped and excluded
+types, and ``gold_failing_luhn``: CREDIT_CARD labels whose digits fail the Luhn check (ISO/IEC 7812-1), which a
+validating detector such as Presidio rightly skips. Each precision/recall/F row keeps its counts: precision tp / (tp + fp), recall tp / (tp + fn), F-beta
+(1+β²)tp / ((1+β²)tp + β²fn + fp), so the summary's micro (Σ numerator / Σ denominator over documents) is the
+corpus rate. ``pii.lost_in_extraction``, ``pii.residual_leakage`` and ``pii.fp_per_1k_tokens`` are labelled by
+type, ``*`` for all types together.
+
+**Negative documents** (option ``negative_documents``): ``"labelled_empty"`` (default) counts a document as
+holding no PII when its truth JSON has ``"pii": []`` (needs the truth loader to record that the key is present,
+attribute ``Truth.pii_labelled``); ``"no_spans"`` counts every document with a reference text and no ``pii`` span
+(for corpora labelled exhaustively, such as presidio-synth).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.measurement import Score, State
+from ingestaudit.metrics.alignment import DEFAULT_MIN_KEPT, ProjectedSpan, align_chars, project_spans
+from ingestaudit.metrics.leakage import (DEFAULT_NORMALIZATION, NORMALIZATIONS, gold_values, negative_false_positives,
+                                         residual_leakage)
+from ingestaudit.metrics.luhn import luhn_check
+from ingestaudit.metrics.spans import (ANY_TYPE, RATE_NAMES, MatchPolicy, Rate, Span, SpanScores, map_span_types,
+                                       match_spans, score_spans)
+from ingestaudit.metrics.specs import MetricSpec, register
+from ingestaudit.model import ParsedDocument
+from ingestaudit.truth import Truth
+
+_LABELS = ("label '<policy>/<TYPE>' per entity type (detector vocabulary after the label map), '<policy>' all "
+           "types with typed matching (counts summed over types), '<policy>/*' type-agnostic ('caught at all, "
+           "whatever its type', unmapped gold types included), '<policy>/macro' (corpus level) mean over types of "
+           "the per-type corpus rate; policy 'exact' (same start, end, type), 'overlap@t' (IoU >= t, one-to-one "
+           "assignment), 'token' (whitespace tokens); gold spans lost in extraction are left out")
+
+METRICS = (
+    MetricSpec("pii.precision", "tp / (tp + fp) of the scrubber's spans against the gold pii spans projected onto "
+               "the extracted text (ingestaudit.metrics.spans); " + _LABELS,
+               higher_is_better=True, ci="wilson", unit="spans (tokens under 'token')"),
+    MetricSpec("pii.recall", "tp / (tp + fn) of the gold pii spans projected onto the extracted text; " + _LABELS,
+               higher_is_better=True, ci="wilson", unit="spans (tokens under 'token')"),
+    MetricSpec("pii.f1", "F1 = 2tp / (2tp + fn + fp) (van Rijsbergen 1979); " + _LABELS,
+               higher_is_better=True, unit="spans (tokens under 'token')"),
+    MetricSpec("pii.f2", "F2 = 5tp / (5tp + 4fn + fp), recall-weighted (van Rijsbergen 1979, beta = 2); " + _LABELS,
+               higher_is_better=True, unit="spans (tokens under 'token')"),
+    MetricSpec("pii.lost_in_extraction", "gold pii spans that cannot be projected from the reference text onto the "
+               "extracted text (fewer than min_kept of their characters survive the character alignment) / gold "
+               "spans; label = entity type (after the label map), '*' all types; counted apart from detector misses",
+               higher_is_better=False, ci="wilson", unit="spans"),
+    MetricSpec("pii.residual_leakage", "distinct gold pii values (reference text, normalized) still found in the "
+               "scrubbed text, i.e. what would be indexed / distinct gold values "
+               "(ingestaudit.metrics.leakage); label = entity type, '*' all types",
+               higher_is_better=False, ci="wilson", unit="values"),
+    MetricSpec("pii.fp_per_1k_tokens", "predicted spans on negative documents (labelled as holding no PII) per "
+               "1,000 whitespace tokens of the scrubber input: numerator = predicted spans, denominator = tokens / "
+               "1000; label = predicted entity type, '*' all types", higher_is_better=False, high=None,
+               unit="false positives per 1,000 tokens"),
+)
+register(*METRICS)
+
+METRIC_NAMES = tuple(s.name for s in METRICS)
+NEGATIVE_MODES = ("labelled_empty", "no_spans")
+REDACTED_FIELDS = ("clean_text", "text")
+RESERVED_TYPES = (ANY_TYPE, "macro")
+"""Entity-type names that would collide with the label scheme; gold spans of these types are set aside."""
+MAX_LISTED = 20
+"""At most this many missed spans, false positives or lost spans are listed in one detail."""
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class PiiGoldProblem:
+    """One problem of a document's gold ``pii`` spans.
+
+    Attributes:
+        index: position of the span in the ``pii`` list.
+        kind: ``"offsets"`` (outside the text or empty), ``"overlap"`` (shares characters with span ``other``),
+            ``"luhn"`` (a credit-card label that fails the Luhn check), ``"reserved_type"``.
+        severity: ``"error"`` (the label cannot be used) or ``"warning"`` (usable, but a detector may rightly
+            disagree: overlapping labels, card numbers that fail Luhn).
+        message: human-readable, names the span.
+        other: the other span's index for ``"overlap"``, else None.
+    """
+
+    index: int
+    kind: str
+    severity: str
+    message: str
+    other: int | None = None
+
+    def __str__(self) -> str:
+        return f"pii[{self.index}]: {self.severity}: {self.message}"
+
+
+def validate_pii_gold(text: str, spans: Sequence[Any],
+                      credit_card_types: Iterable[str] = ("CREDIT_CARD",)) -> list[PiiGoldProblem]:
+    """Check gold PII spans against their reference text (pure function, no I/O).
+
+    Checks, in span order: offsets inside the text (``0 <= start < end <= len(text)``, code points); reserved type
+    names (`RESERVED_TYPES`); every pair of spans sharing a character (``max(starts) < min(ends)``), reported once
+    on the later span; ``credit_card_types`` labels whose text fails the Luhn check (ISO/IEC 7812-1 Annex B,
+    `ingestaudit.metrics.luhn`: spaces and hyphens ignored), since a detector that validates card numbers is right
+    to skip them.
+
+    Args:
+        text: the reference text.
+        spans: objects with ``start``, ``end``, ``type`` (truth ``Span``) or mappings with those keys.
+
+    Returns:
+        The problems, sorted by span index then kind; empty when the labels are clean.
+    """
+    cards = set(credit_card_types)
+    problems: list[PiiGoldProblem] = []
+    valid: list[tuple[int, int, int]] = []
+    for i, s in enumerate(spans):
+        start, end, typ = (s["start"], s["end"], s["type"]) if isinstance(s, dict) else (s.start, s.end, s.type)
+        desc = f"[{start}, {end}) {typ}"
+        if not (0 <= start < end <= len(text)):
+            why = "is empty" if start == end else f"is outside the text ({len(text)} code points)"
+            problems.append(PiiGoldProblem(i, "offsets", "error", f"span {desc} {why}"))
+            continue
+        if typ in RESERVED_TYPES:
+            problems.append(PiiGoldProblem(i, "reserved_type", "error",
+                                           f"span {desc}: type {typ!r} is reserved by the report's label scheme"))
+        valid.append((start, end, i))
+        if typ in cards:
+            res = luhn_check(text[start:end])
+            if not res.valid:
+                problems.append(PiiGoldProblem(i, "luhn", "warning", f"span {desc} {text[start:end]!r} fails the "
+                                               f"Luhn check ({res.reason}); a detector is right to skip it"))
+    active: list[tuple[int, int, int]] = []
+    for start, end, i in sorted(valid):
+        active = [a for a in active if a[1] > start]
+        for a_start, a_end, j in active:
+            first, second = sorted((i, j))
+            problems.append(PiiGoldProblem(second, "overlap", "warning",
+                                           f"span pii[{second}] overlaps span pii[{first}]", other=first))
+        active.append((start, end, i))
+    return sorted(problems, key=lambda p: (p.index, p.kind, p.other if p.other is not None else -1))
+
+
+# ------------------------------------------------------------------------------------------------ the options
+
+
+def parse_label_map(value: dict[str, str | None] | str | None) -> dict[str, str | None]:
+    """The label map as a dict: a mapping is copied; a string ``"A=X, B=Y, C="`` (pairs separated by commas or
+    white space; an empty target maps to None, i.e. excluded on purpose) is parsed; None gives ``{}``.
+
+    The string form exists because list- and table-valued auditor options cannot yet pass through the runner's
+    auditor cache (see the report of issue 5).
+
+    Raises:
+        ValueError: a pair without ``=``, an empty source type, or a source given twice.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, str):
+        return dict(value)
+    out: dict[str, str | None] = {}
+    for pair in value.replace(",", " ").split():
+        src, sep, dst = pair.partition("=")
+        if not sep or not src:
+            raise ValueError(f"label_map entry {pair!r} is not SOURCE=TARGET")
+        if src in out:
+            raise ValueError(f"label_map gives {src!r} twice")
+        out[src] = dst or None
+    return out
+
+
+def parse_entities(value: Sequence[str] | str | None) -> list[str] | None:
+    """The ``entities`` option as a list: a sequence is copied, a string is split at commas and white space, None
+    stays None (all types)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v for v in value.replace(",", " ").split() if v]
+    return list(value)
+
+
+# ------------------------------------------------------------------------------------------------ the auditor
+
+
+@dataclass
+class _Doc:
+    """One document in the pipeline of `PiiAuditor.audit_corpus`."""
+
+    item: CorpusItem
+    source: str = ""
+    input_text: str = ""
+    scrubbed: str | None = None
+    predicted: list[Span] | None = None
+    rows: list[Score] = field(default_factory=list)
+    typed: dict[str, SpanScores] = field(default_factory=dict)
+    confusion: Counter = field(default_factory=Counter)
+    lost: list[dict[str, Any]] = field(default_factory=list)
+    unmapped: Counter = field(default_factory=Counter)
+    ignored_predicted: Counter = field(default_factory=Counter)
+
+
+def _rate_score(metric: str, rate: Rate, label: str, detail: dict[str, Any]) -> Score:
+    if rate.value is None:
+        return Score(metric, None, rate.numerator, rate.denominator, State(rate.state), label,
+                     {**detail, "reason": rate.reason})
+    return Score(metric, rate.value, rate.numerator, rate.denominator, State.OK, label, detail)
+
+
+def _span_dict(s: Span, text: str) -> dict[str, Any]:
+    return {"start": s.start, "end": s.end, "type": s.type, "text": text[s.start:s.end]}
+
+
+class PiiAuditor(CorpusAuditor):
+    """Audits a PII scrubber against gold ``pii`` spans (see the module docstring for every row).
+
+    A corpus-level auditor: the runner hands it every parsed document of a parser at once, so Presidio runs in
+    batches (spaCy ``nlp.pipe``), its engine loads once, and macro averages over entity types exist.
+
+    Args:
+        scrubber: ``"presidio"``, ``"precomputed"``, ``"redacted"``, a name in the ``ingestaudit.pii_detectors``
+            entry-point group, or ``"module:Class"``.
+        detector_options: keyword options of a user detector.
+        spacy_model, spacy_model_version, language, score_threshold, labels_to_ignore, batch_size: Presidio's
+            options (`ingestaudit.stages.pii.PresidioDetector`).
+        entities: predicted entity types to audit (None: all); predictions of other types are set aside and
+            counted in the details; passed to Presidio as ``entities``; also accepted as a comma-separated string.
+        label_map: gold type -> detector type (or None to exclude the type on purpose); also accepted as a string
+            ``"GPE=LOCATION, STREET_ADDRESS=LOCATION, TITLE="`` (`parse_label_map`).
+        iou_threshold: the ``overlap`` policy's IoU threshold, in (0, 1].
+        min_kept: minimum fraction of a gold span's characters that must survive extraction for it to project.
+        prefer_precomputed: audit the ``pii`` spans an output carries instead of running the scrubber.
+        redacted_field: for ``scrubber="redacted"``: ``"clean_text"`` (the output's ``clean_text`` is the redacted
+            version of its ``text``) or ``"text"`` (the output's text is the redacted reference text; extraction
+            losses then count as redactions).
+        placeholder: how a removed span is written in the scrubbed text (``"<{type}>"``).
+        placeholder_pattern: regex of a placeholder in a redacted text, type in group 1.
+        leakage_normalization, leakage_whole_word: residual-leakage settings (`ingestaudit.metrics.leakage`).
+        negative_documents: ``"labelled_empty"`` or ``"no_spans"`` (module docstring).
+        max_chars: longer scrubber inputs are ``skipped`` (spaCy's default ``max_length`` is 1,000,000).
+
+    Raises:
+        ValueError: an unknown choice or an out-of-range number.
+    """
+
+    stage = "pii"
+    metrics = METRICS
+
+    def __init__(self, scrubber: str = "presidio", detector_options: dict[str, Any] | None = None,
+                 spacy_model: str = "en_core_web_sm", spacy_model_version: str | None = "3.8.0",
+                 language: str = "en", score_threshold: float = 0.0, labels_to_ignore: list[str] | None = None,
+                 batch_size: int = 32, entities: list[str] | str | None = None,
+                 label_map: dict[str, str | None] | str | None = None, iou_threshold: float = 0.5,
+                 min_kept: float = DEFAULT_MIN_KEPT, prefer_precomputed: bool = True,
+                 redacted_field: str = "clean_text", placeholder: str = "<{type}>",
+                 placeholder_pattern: str = r"<([A-Z][A-Z0-9_]*)>",
+                 leakage_normalization: str = DEFAULT_NORMALIZATION, leakage_whole_word: bool = True,
+                 negative_documents: str = "labelled_empty", max_chars: int = 1_000_000):
+        self.policies = (MatchPolicy("exact"), MatchPolicy("overlap", iou_threshold), MatchPolicy("token"))
+        if not 0.0 < float(min_kept) <= 1.0:
+            raise ValueError(f"min_kept must be in (0, 1], got {min_kept!r}")
+        if redacted_field not in REDACTED_FIELDS:
+            raise ValueError(f"redacted_field must be one of {', '.join(REDACTED_FIELDS)}, got {redacted_field!r}")
+        if negative_documents not in NEGATIVE_MODES:
+            raise ValueError(f"negative_documents must be one of {', '.join(NEGATIVE_MODES)}, "
+                             f"got {negative_documents!r}")
+        if leakage_normalization not in NORMALIZATIONS:
+            raise ValueError(f"unknown leakage_normalization {leakage_normalization!r}; known: "
+                             f"{', '.join(NORMALIZATIONS)}")
+        if leakage_whole_word and leakage_normalization == "alnum":
+            raise ValueError("leakage_whole_word has no meaning with the 'alnum' normalization; set it to false")
+        if "{type}" not in placeholder:
+            raise ValueError(f"placeholder must contain '{{type}}', got {placeholder!r}")
+        if int(max_chars) < 1:
+            raise ValueError(f"max_chars must be >= 1, got {max_chars!r}")
+        label_map = parse_label_map(label_map)
+        entities = parse_entities(entities)
+        for src, dst in label_map.items():
+            if dst is not None and (not isinstance(dst, str) or not dst):
+                raise ValueError(f"label_map[{src!r}] must be a type name or null, got {dst!r}")
+        self.scrubber = scrubber
+        self.detector_options = dict(detector_options or {})
+        self.presidio_options = {"spacy_model": spacy_model, "spacy_model_version": spacy_model_version,
+                                 "language": language, "score_threshold": score_threshold,
+                                 "labels_to_ignore": labels_to_ignore, "batch_size": batch_size,
+                                 "entities": entities}
+        if scrubber == "presidio":
+            from ingestaudit.stages.pii import PresidioDetector
+
+            PresidioDetector(**self.presidio_options)  # validates the options; loads nothing
+        self.entities = None if entities is None else sorted(set(entities))
+        self.label_map = dict(sorted(label_map.items()))
+        self.min_kept = float(min_kept)
+        self.prefer_precomputed = bool(prefer_precomputed)
+        self.redacted_field = redacted_field
+        self.placeholder = placeholder
+        self.placeholder_pattern = placeholder_pattern
+        self.leakage_normalization = leakage_normalization
+        self.leakage_whole_word = bool(leakage_whole_word)
+        self.negative_documents = negative_documents
+        self.max_chars = int(max_chars)
+        self._detector: Any = None
+
+    # -- configuration -------------------------------------------------------------------------------------------
+
+    def options(self) -> dict[str, Any]:
+        """Every option that changes the numbers, with the policies' labels and, for Presidio, the spaCy model name,
+        configured and installed versions (read from package metadata; nothing is loaded)."""
+        from ingestaudit.stages.pii import package_version
+
+        out: dict[str, Any] = {
+            "scrubber": self.scrubber,
+            "policies": [p.label for p in self.policies],
+            "policy_descriptions": {p.label: p.description for p in self.policies},
+            "label_map": self.label_map,
+            "entities": self.entities,
+            "min_kept": self.min_kept,
+            "projection": "rapidfuzz Levenshtein alignment of reference text -> extracted text "
+                          "(ingestaudit.metrics.alignment)",
+            "prefer_precomputed": self.prefer_precomputed,
+            "placeholder": self.placeholder,
+            "leakage": {"normalization": self.leakage_normalization, "whole_word": self.leakage_whole_word},
+            "negative_documents": self.negative_documents,
+            "max_chars": self.max_chars,
+        }
+        if self.scrubber == "presidio":
+            p = self.presidio_options
+            out["presidio"] = {
+                **p, "spacy_model_installed": package_version(p["spacy_model"]),
+                "presidio_analyzer": package_version("presidio_analyzer"), "spacy": package_version("spacy"),
+                "labels_to_ignore": p["labels_to_ignore"] if p["labels_to_ignore"] is not None
+                else "presidio default (conf/default.yaml)",
+                "public_suffix_list": f"tldextract {package_version('tldextract')} bundled snapshot (offline)"}
+        elif self.scrubber == "redacted":
+            out["redacted_field"] = self.redacted_field
+            out["placeholder_pattern"] = self.placeholder_pattern
+        elif self.scrubber != "precomputed":
+            out["detector_options"] = self.detector_options
+        return out
+
+    def is_negative(self, truth: Truth) -> bool:
+        """True when ``truth`` declares a document without PII (see ``negative_documents``)."""
+        if truth.pii or truth.text is None:
+            return False
+        if self.negative_documents == "no_spans":
+            return True
+        return bool(getattr(truth, "pii_labelled", False))
+
+    def applies(self, truth: Truth) -> bool:
+        """True when the document has a reference text and ``pii`` spans, or is a negative document."""
+        return truth.text is not None and (bool(truth.pii) or self.is_negative(truth))
+
+    def detector(self) -> Any:
+        """The configured `ingestaudit.stages.pii.PiiDetector` (built on first use; models load later still)."""
+        if self._detector is None:
+            from ingestaudit.stages.pii import load_detector
+
+            opts = self.presidio_options if self.scrubber == "presidio" else self.detector_options
+            self._detector = load_detector(self.scrubber, opts)
+        return self._detector
+
+    # -- one document ------------------------------------------------------------------------------------------
+
+    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
+        """The rows of one document (a corpus of one; convenient in tests). The runner calls `audit_corpus`."""
+        item = CorpusItem("doc", "doc", truth, parsed)
+        return [s for _, s in self.audit_corpus([item]).doc_scores]
+
+    def _state_rows(self, state: State, reason: str) -> list[Score]:
+        return [Score.missing(m, state, reason) for m in METRIC_NAMES]
+
+    def _source(self, parsed: ParsedDocument) -> str:
+        if self.scrubber == "redacted":
+            return "redacted"
+        if self.scrubber == "precomputed" or (self.prefer_precomputed and parsed.extras.get("pii") is not None):
+            return "precomputed"
+        return "detector"
+
+    def _prepare(self, d: _Doc) -> None:
+        """Set the scrubber input, and the predictions for precomputed and redacted sources (or a state row)."""
+        from ingestaudit.stages.pii import DetectorOutputError, precomputed_spans, redaction_spans
+
+        parsed, truth = d.item.parsed, d.item.truth
+        assert parsed is not None and truth.text is not None
+        d.source = self._source(parsed)
+        if d.source == "redacted":
+            if self.redacted_field == "text":
+                d.input_text, redacted = truth.text, parsed.text
+            else:
+                d.input_text, redacted = parsed.text or "", parsed.extras.get("clean_text")
+                if redacted is None:
+                    d.rows = self._state_rows(State.NO_PREDICTION, "the output has no clean_text (redacted text)")
+                    return
+            rec = redaction_spans(d.input_text, redacted, self.placeholder_pattern)
+            d.predicted, d.scrubbed = list(rec.spans), redacted
+            d.source = f"redacted ({rec.method})"
+            return
+        d.input_text = parsed.text or ""
+        if len(d.input_text) > self.max_chars:
+            d.rows = self._state_rows(State.SKIPPED, f"scrubber input of {len(d.input_text)} code points exceeds "
+                                                     f"max_chars={self.max_chars}")
+            return
+        if d.source == "precomputed":
+            try:
+                spans = precomputed_spans(parsed.extras, d.input_text)
+            except DetectorOutputError as exc:
+                d.rows = self._state_rows(State.ERROR, f"precomputed pii spans: {exc}")
+                return
+            if spans is None:
+                d.rows = self._state_rows(State.NO_PREDICTION, "the output carries no pii spans")
+                return
+            d.predicted = spans
+
+    def _run_detector(self, docs: list[_Doc]) -> None:
+        """Run the configured detector on every document still waiting, in one batch; isolate failures."""
+        from ingestaudit.stages.pii import DetectorUnavailable, PiiDetectorError
+
+        todo = [d for d in docs if not d.rows and d.predicted is None]
+        if not todo:
+            return
+        name = self.scrubber
+        try:
+            det = self.detector()
+        except (PiiDetectorError, ValueError) as exc:
+            for d in todo:
+                d.rows = self._state_rows(State.ERROR, f"PII detector {name!r}: {exc}")
+            return
+        try:
+            results = det.detect_batch([d.input_text for d in todo])
+        except DetectorUnavailable as exc:
+            for d in todo:
+                d.rows = self._state_rows(State.ERROR, f"PII detector {name!r} unavailable: {exc}")
+            return
+        except Exception:  # one bad document must not sink the batch: retry one at a time
+            results = []
+            for d in todo:
+                try:
+                    results.append(det.detect(d.input_text))
+                except Exception as exc:
+                    d.rows = self._state_rows(State.ERROR, f"PII detector {name!r}: {type(exc).__name__}: {exc}")
+                    results.append(None)
+        for d, spans in zip(todo, results):
+            if spans is not None and not d.rows:
+                d.predicted = list(spans)
+                d.source = name
+
+    def _vocabulary(self, docs: list[_Doc]) -> tuple[str, ...] | None:
+        """Detector types the label map may target: the detector's declared vocabulary (when some document used
+        it) restricted to ``entities``; else ``entities``; else None (every gold type passes through)."""
+        types: set[str] | None = None
+        if any(d.source == self.scrubber and d.source not in ("precomputed", "redacted") for d in docs):
+            declared = self.detector().supported_types()
+            types = None if declared is None else set(declared)
+        if self.entities is not None:
+            types = set(self.entities) if types is None else types & set(self.entities)
+        return None if types is None else tuple(sorted(types))
+
+    def _score(self, d: _Doc, target: tuple[str, ...] | None, vocab: list[str]) -> None:
+        """All rows of one document whose predictions are known."""
+        truth, text = d.item.truth, d.input_text
+        reference = truth.text or ""
+        gold_all: list[Span] = []
+        invalid: list[dict[str, Any]] = []
+        for s in truth.pii:
+            if s.end <= s.start or s.end > len(reference) or s.type in RESERVED_TYPES:
+                invalid.append({"start": s.start, "end": s.end, "type": s.type})
+            else:
+                gold_all.append(Span(s.start, s.end, s.type))
+        mapping = {k: v for k, v in self.label_map.items() if v is None or target is None or v in target}
+        lm = map_span_types(gold_all, mapping, target_types=target)
+        d.unmapped = Counter(s.type for s in lm.unmapped_spans)
+
+        # projection onto the scrubber input
+        both = list(lm.spans) + list(lm.unmapped_spans)
+        if text == reference:
+            projected = [ProjectedSpan(s, s, s.length, "projected") for s in both]
+        else:
+            projected = list(project_spans(reference, text, both, min_kept=self.min_kept,
+                                           alignment=align_chars(reference, text)))
+        n_typed = len(lm.spans)
+        typed_gold = [p.target for p in projected[:n_typed] if p.target is not None]
+        any_gold = [p.target for p in projected if p.target is not None]
+        lost = [p for p in projected if p.target is None]
+        d.lost = [{"start": p.source.start, "end": p.source.end, "type": p.source.type,
+                   "text": reference[p.source.start:p.source.end], "reason": p.reason} for p in lost]
+
+        # predictions
+        predicted = d.predicted or []
+        if self.entities is not None:
+            d.ignored_predicted = Counter(s.type for s in predicted if s.type not in self.entities)
+            audited = [s for s in predicted if s.type in self.entities]
+        else:
+            audited = list(predicted)
+
+        luhn_failures = sum(1 for s in gold_all if s.type == "CREDIT_CARD"
+                            and not luhn_check(reference[s.start:s.end]).valid)
+        base = {"scrubber": d.source}
+        rows: list[Score] = []
+        for pol in self.policies:
+            typed = score_spans(typed_gold, audited, pol, text=text)
+            agnostic = typed.any_type if len(any_gold) == len(typed_gold) else \
+                score_spans(any_gold, audited, pol, text=text).any_type
+            d.typed[pol.label] = typed
+            detail = {"policy": pol.label, "unit": typed.unit}
+            overall = typed.micro
+            extra_p: dict[str, Any] = {}
+            extra_r: dict[str, Any] = {
+                "lost_in_extraction": len(lost), "unmapped": dict(sorted(d.unmapped.items())),
+                "excluded_types": list(lm.excluded_types), "invalid_gold": invalid[:MAX_LISTED],
+                "gold_failing_luhn": luhn_failures}
+            if pol.name != "token":
+                m = match_spans(typed_gold, audited, pol)
+                missed = [typed_gold[i] for i in m.unmatched_gold]
+                fps = [audited[j] for j in m.unmatched_pred]
+                extra_r["missed"] = [_span_dict(s, text) for s in missed[:MAX_LISTED]]
+                extra_r["missed_total"] = len(missed)
+                extra_p["false_positives"] = [_span_dict(s, text) for s in fps[:MAX_LISTED]]
+                extra_p["false_positives_total"] = len(fps)
+                if pol.name == "overlap":
+                    ma = match_spans(any_gold, audited, pol, type_agnostic=True)
+                    d.confusion = Counter((any_gold[i].type, audited[j].type) for i, j, _ in ma.pairs)
+            for name in RATE_NAMES:
+                extra = extra_p if name == "precision" else extra_r if name == "recall" else {}
+                c = overall
+                rows.append(_rate_score(f"pii.{name}", c.rate(name), pol.label,
+                                        {**base, **detail, "tp": c.tp, "fp": c.fp, "fn": c.fn, **extra}))
+                rows.append(_rate_score(f"pii.{name}", agnostic.rate(name), f"{pol.label}/{ANY_TYPE}",
+                                        {"tp": agnostic.tp, "fp": agnostic.fp, "fn": agnostic.fn}))
+                for typ, c in typed.per_type.items():
+                    rows.append(_rate_score(f"pii.{name}", c.rate(name), f"{pol.label}/{typ}",
+                                            {"tp": c.tp, "fp": c.fp, "fn": c.fn}))
+
+        # lost in extraction, per type and overall
+        n_by_type = Counter(p.source.type for p in projected)
+        lost_by_type = Counter(p.source.type for p in lost)
+        rows.append(Score.ratio("pii.lost_in_extraction", len(lost), len(projected), label=ANY_TYPE, detail={
+            "min_kept": self.min_kept, "identity": text == reference, "lost": d.lost[:MAX_LISTED],
+            "lost_total": len(lost)}))
+        for typ in sorted(n_by_type):
+            rows.append(Score.ratio("pii.lost_in_extraction", lost_by_type[typ], n_by_type[typ], label=typ))
+
+        # residual leakage in what would be indexed
+        if d.scrubbed is None:  # every predicted span is redacted, whatever its type: this is what gets indexed
+            from ingestaudit.stages.pii import redact
+
+            d.scrubbed = redact(text, predicted, self.placeholder)
+        leak = residual_leakage(d.scrubbed, gold_values(reference, both), normalization=self.leakage_normalization,
+                                whole_word=self.leakage_whole_word)
+        total = leak.total
+        leak_detail = {"normalization": leak.normalization, "whole_word": leak.whole_word}
+        rows.append(_rate_score("pii.residual_leakage", total.rate(), ANY_TYPE, {
+            **leak_detail, "leaked": [{"type": t, "value": v} for t, v in leak.leaked[:MAX_LISTED]],
+            "leaked_total": len(leak.leaked), "unchecked": len(leak.unchecked)}))
+        for typ, c in leak.per_type.items():
+            rows.append(_rate_score("pii.residual_leakage", c.rate(), typ, leak_detail))
+
+        # false positives on negative documents
+        if self.is_negative(truth):
+            neg = negative_false_positives(text, audited)
+            for typ in [ANY_TYPE, *sorted(set(vocab) | set(neg.false_positives))]:
+                fp = sum(neg.false_positives.values()) if typ == ANY_TYPE else neg.false_positives.get(typ, 0)
+                if neg.n_tokens == 0:
+                    rows.append(Score("pii.fp_per_1k_tokens", None, fp, 0, State.NO_REFERENCE, typ,
+                                      {"reason": "no tokens in the scrubber input", "false_positives": fp}))
+                else:
+                    den = neg.n_tokens / 1000.0
+                    rows.append(Score("pii.fp_per_1k_tokens", fp / den, fp, den, State.OK, typ,
+                                      {"false_positives": fp, "tokens": neg.n_tokens}))
+        else:
+            rows.append(Score.missing("pii.fp_per_1k_tokens", State.NO_REFERENCE,
+                                      "not a negative document (it has gold pii spans)", label=ANY_TYPE))
+        d.rows = rows
+
+    # -- the corpus --------------------------------------------------------------------------------------------
+
+    def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
+        """Rows for every document of one parser, macro averages over types per class, and details (label map,
+        unmapped types, type confusion, scrubber per document, extraction losses). Never raises for bad stage
+        output; a missing detector gives ``error`` rows whose reason names the fix."""
+        result = CorpusResult()
+        docs: list[_Doc] = []
+        for item in items:
+            d = _Doc(item)
+            docs.append(d)
+            if not self.applies(item.truth):
+                d.rows = self._state_rows(State.NO_REFERENCE, "no pii labels for this document")
+            elif item.parsed is None:
+                d.rows = self._state_rows(item.state, item.reason or "the parser produced nothing")
+            else:
+                try:
+                    self._prepare(d)
+                except Exception as exc:
+                    d.rows = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}")
+        active = [d for d in docs if self.applies(d.item.truth) and not d.rows]
+        if any(d.source == "detector" for d in active):
+            self._run_detector(active)
+        scored = [d for d in active if not d.rows and d.predicted is not None]
+        try:
+            target = self._vocabulary(scored)
+        except Exception as exc:  # the detector failed to report its vocabulary: audit without a target
+            target = None
+            result.details["vocabulary_error"] = f"{type(exc).__name__}: {exc}"
+        vocab = sorted(set(target or ()) | {s.type for d in scored for s in d.predicted or ()
+                                            if self.entities is None or s.type in self.entities})
+        for d in scored:
+            try:
+                self._score(d, target, vocab)
+            except Exception as exc:
+                d.rows = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}")
+                d.typed = {}
+        for d in docs:
+            result.doc_scores += [(d.item.doc_id, s) for s in d.rows]
+        result.corpus_scores = self._macro_rows([d for d in scored if d.typed])
+        result.details.update(self._details(scored, target))
+        return result
+
+    def _macro_rows(self, docs: list[_Doc]) -> list[tuple[str, Score, int]]:
+        by_class: dict[str, list[_Doc]] = defaultdict(list)
+        for d in docs:
+            by_class[d.item.doc_class].append(d)
+        groups = sorted(by_class.items()) + ([("__all__", docs)] if docs else [])
+        out: list[tuple[str, Score, int]] = []
+        for cls, members in groups:
+            for pol in self.policies:
+                total = members[0].typed[pol.label]
+                for d in members[1:]:
+                    total = total + d.typed[pol.label]
+                for name in RATE_NAMES:
+                    m = total.macro(name)
+                    label = f"{pol.label}/macro"
+                    detail = {"policy": pol.label, "types": list(m.labels), "undefined": list(m.undefined),
+                              "per_type": {t: c.rate(name).value for t, c in total.per_type.items()}}
+                    if m.value is None:
+                        score = Score(f"pii.{name}", None, None, None, State.NO_REFERENCE, label,
+                                      {**detail, "reason": m.reason})
+                    else:
+                        score = Score(f"pii.{name}", m.value, None, None, State.OK, label, detail)
+                    out.append((cls, score, len(members)))
+        return out
+
+    def _details(self, docs: list[_Doc], target: tuple[str, ...] | None) -> dict[str, Any]:
+        unmapped: Counter = Counter()
+        ignored: Counter = Counter()
+        confusion: Counter = Counter()
+        sources: Counter = Counter()
+        lost: list[dict[str, Any]] = []
+        for d in docs:
+            unmapped.update(d.unmapped)
+            ignored.update(d.ignored_predicted)
+            confusion.update(d.confusion)
+            sources[d.source] += 1
+            lost += [{"doc_id": d.item.doc_id, **x} for x in d.lost]
+        gold_types = sorted({s.type for d in docs for s in d.item.truth.pii})
+        unsupported_map = sorted(k for k, v in self.label_map.items()
+                                 if v is not None and target is not None and v not in target)
+        out: dict[str, Any] = {
+            "label_map": {
+                "map": self.label_map, "detector_types": list(target) if target is not None else None,
+                "gold_types": gold_types, "unmapped_types": dict(sorted(unmapped.items())),
+                "map_targets_not_in_detector": unsupported_map,
+                "note": "unmapped gold types are left out of the typed rows, kept in '<policy>/*', leakage and "
+                        "lost_in_extraction"},
+            "scrubber_by_document": dict(sorted(sources.items())),
+            "ignored_predicted_types": dict(sorted(ignored.items())),
+            "type_confusion": {
+                "policy": self.policies[1].label, "note": "gold type -> predicted type of the type-agnostic pairs",
+                "pairs": [{"gold": g, "predicted": p, "count": n} for (g, p), n in sorted(confusion.items())]},
+            "lost_in_extraction": {"total": len(lost), "spans": lost[:MAX_LISTED * 5]},
+        }
+        if self.scrubber not in ("precomputed", "redacted") and self._detector is not None:
+            det = self._detector
+            out["detector"] = {"name": getattr(det, "name", self.scrubber), "version": det.version(),
+                               "settings": det.settings()}
+        return out

@@ -1,0 +1,326 @@
+"""BoilerplateAuditor: the acceptance values through the auditor, the three label forms, cleaner selection, states,
+and a run of the CLI on a small corpus."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from ingestaudit.auditors.boilerplate import METRICS, BoilerplateAuditor
+from ingestaudit.measurement import State
+from ingestaudit.metrics import specs
+from ingestaudit.model import ParsedDocument
+from ingestaudit.parsers.base import Parser
+from ingestaudit.stages.cleaners import Cleaner, CleanResult
+from ingestaudit.truth import Boilerplate, Truth
+
+TEXT = "Home | About\nReal content here.\nPage 1 of 2"
+SPANS = [{"start": 0, "end": 12, "type": "nav"}, {"start": 32, "end": 43, "type": "page_number"}]
+FIXED = f"{__name__}:FixedOutput"
+
+
+class FixedOutput(Cleaner):
+    """Returns a fixed text whatever the input (to reproduce the acceptance cases)."""
+
+    name = "fixed"
+
+    def __init__(self, output: str = ""):
+        self.output = output
+
+    def clean(self, inp):
+        return CleanResult(self.output, {"fixed": True})
+
+    def version(self):
+        return "1"
+
+
+class Exploding(Cleaner):
+    name = "exploding"
+
+    def clean(self, inp):
+        raise RuntimeError("boom")
+
+    def version(self):
+        return "1"
+
+
+class WrongType(Cleaner):
+    name = "wrong"
+
+    def clean(self, inp):
+        return "not a CleanResult"
+
+    def version(self):
+        return "1"
+
+
+def spans_truth(text=TEXT, spans=SPANS) -> Truth:
+    return Truth(boilerplate=Boilerplate.model_validate({"text": text, "spans": spans}))
+
+
+def rows(auditor, truth, parsed=None):
+    out = auditor.audit(truth, parsed or ParsedDocument(text="parser text"))
+    for s in out:  # the row contract
+        assert specs.get(s.metric) in METRICS
+        assert s.value is None or (math.isfinite(s.value) and 0 <= s.value <= 1)
+        json.dumps(s.detail)
+    return {(s.metric, s.label): s for s in out}
+
+
+def fixed(output):
+    return BoilerplateAuditor(cleaners=[FIXED], cleaner_options={FIXED: {"output": output}})
+
+
+# --- the acceptance cases through the auditor ----------------------------------------------------------------------
+# TEXT: 34 non-whitespace characters, 18 inside the two labelled spans (see tests/metrics/test_boilerplate.py).
+
+def test_only_the_content_left_is_perfect():
+    r = rows(fixed("Real content here."), spans_truth())
+    p, rc, f = (r[f"boilerplate.{m}", FIXED] for m in ("precision", "recall", "f1"))
+    assert (p.value, p.numerator, p.denominator) == (1.0, 18, 18)
+    assert (rc.value, rc.numerator, rc.denominator) == (1.0, 18, 18)
+    assert f.value == 1.0
+    assert rc.detail["leaked"] == [] and p.detail["wrongly_removed"] == []
+    assert p.detail["cleaner_detail"] == {"fixed": True}
+
+
+def test_unchanged_text_recall_zero_precision_is_a_state():
+    r = rows(fixed(TEXT), spans_truth())
+    p, rc = r["boilerplate.precision", FIXED], r["boilerplate.recall", FIXED]
+    assert (rc.value, rc.numerator, rc.denominator) == (0.0, 0, 18)
+    assert p.state is State.NO_PREDICTION and p.value is None
+    assert "nothing removed" in p.detail["reason"]
+    assert [s["text"] for s in rc.detail["leaked"]] == ["Home | About", "Page 1 of 2"]
+    assert r["boilerplate.f1", FIXED].value == 0.0  # 2·0 / (0 + 18)
+
+
+def test_cutting_content_gives_precision_18_of_22():
+    r = rows(fixed("content here."), spans_truth())
+    p = r["boilerplate.precision", FIXED]
+    assert (p.numerator, p.denominator) == (18, 22) and p.value == 18 / 22
+    assert r["boilerplate.recall", FIXED].value == 1.0
+    assert p.detail["wrongly_removed"] == [{"start": 13, "end": 17, "text": "Real", "chars": 4}]
+
+
+def test_spans_form_has_no_segment_or_shingle_rows():
+    r = rows(fixed("x"), spans_truth())
+    assert {m for m, _ in r} == {"boilerplate.precision", "boilerplate.recall", "boilerplate.f1"}
+
+
+# --- cleaner selection ---------------------------------------------------------------------------------------------
+
+def test_default_cleaners_on_a_plain_text_are_the_baseline():
+    r = rows(BoilerplateAuditor(), spans_truth())
+    assert {label for _, label in r} == {"none"}  # no HTML, no blocks, one page
+    assert r["boilerplate.precision", "none"].state is State.NO_PREDICTION
+
+
+def test_default_cleaners_on_a_paged_text_include_repeated_lines():
+    text = "Report 2023\nFirst page body.\n1\fReport 2023\nSecond page body.\n2"
+    # offsets: "Report 2023" 0-11, "\n" 11, "First page body." 12-28, "\n" 28, "1" 29, "\f" 30, "Report 2023" 31-42,
+    # "\n" 42, "Second page body." 43-60, "\n" 60, "2" 61; labelled: both running heads and both folios
+    spans = [{"start": 0, "end": 11, "type": "header"}, {"start": 29, "end": 30, "type": "page_number"},
+             {"start": 31, "end": 42, "type": "header"}, {"start": 61, "end": 62, "type": "page_number"}]
+    assert text[0:11] == text[31:42] == "Report 2023" and text[29] == "1" and text[61] == "2"
+    r = rows(BoilerplateAuditor(), spans_truth(text, spans))
+    assert {label for _, label in r} == {"none", "repeated-lines"}
+    # repeated-lines removes both heads ("report ####" on 2 pages) and both folios ("#" on 2 pages): 10+10+1+1 = 22
+    assert (r["boilerplate.precision", "repeated-lines"].numerator,
+            r["boilerplate.precision", "repeated-lines"].denominator) == (22, 22)
+    assert r["boilerplate.recall", "repeated-lines"].value == 1.0
+
+
+def test_explicit_cleaner_that_cannot_run_is_skipped():
+    r = rows(BoilerplateAuditor(cleaners="trafilatura, none"), spans_truth())
+    t = r["boilerplate.recall", "trafilatura"]
+    assert t.state is State.SKIPPED and "raw HTML" in t.detail["reason"]
+    assert r["boilerplate.recall", "none"].state is State.OK
+
+
+def test_failing_cleaners_give_error_rows():
+    name_x, name_w = f"{__name__}:Exploding", f"{__name__}:WrongType"
+    r = rows(BoilerplateAuditor(cleaners=[name_x, name_w]), spans_truth())
+    assert r["boilerplate.precision", name_x].state is State.ERROR
+    assert "RuntimeError: boom" in r["boilerplate.precision", name_x].detail["reason"]
+    assert "not a CleanResult" in r["boilerplate.f1", name_w].detail["reason"]
+
+
+def test_precomputed_clean_text_replaces_the_builtins():
+    truth = Truth(boilerplate=Boilerplate.model_validate({"with": ["Real content"], "without": ["Home"]}))
+    parsed = ParsedDocument(text=TEXT, extras={"clean_text": "Real content here."})
+    r = rows(BoilerplateAuditor(), truth, parsed)
+    assert {label for _, label in r} == {"precomputed"}
+    assert r["boilerplate.content_retention", "precomputed"].value == 1.0
+    assert r["boilerplate.removal_recall", "precomputed"].value == 1.0
+    # named explicitly, both run
+    r = rows(BoilerplateAuditor(cleaners=["precomputed", "none"]), truth, parsed)
+    assert r["boilerplate.removal_recall", "none"].value == 0.0
+
+
+def test_precomputed_clean_text_is_used_for_spans_only_on_the_same_text():
+    same = ParsedDocument(text=TEXT, extras={"clean_text": "content here."})
+    r = rows(BoilerplateAuditor(), spans_truth(), same)
+    assert r["boilerplate.precision", "precomputed"].value == 18 / 22
+    other = ParsedDocument(text="another text", extras={"clean_text": "content here."})
+    r = rows(BoilerplateAuditor(), spans_truth(), other)
+    assert {label for _, label in r} == {"none"}
+
+
+# --- segments and the reference main text ---------------------------------------------------------------------------
+
+def test_segments_on_the_parsed_text():
+    truth = Truth(boilerplate=Boilerplate.model_validate(
+        {"with": ["Real  content here.", "missing bit"], "without": ["Home | About", "Page 1 of 2", "Cookies"]}))
+    r = rows(BoilerplateAuditor(cleaners="none"), truth, ParsedDocument(text=TEXT))
+    ret, rem = r["boilerplate.content_retention", "none"], r["boilerplate.removal_recall", "none"]
+    # with: 1 of 2 present (whitespace normalized); without: only "Cookies" absent -> 1 of 3
+    assert (ret.numerator, ret.denominator, rem.numerator, rem.denominator) == (1, 2, 1, 3)
+    assert ret.detail["missing"] == ["missing bit"]
+    assert rem.detail["leaked"] == ["Home | About", "Page 1 of 2"]
+
+
+def test_only_the_label_forms_present_are_reported():
+    truth = Truth(boilerplate=Boilerplate.model_validate({"with": ["Real content"]}))
+    r = rows(BoilerplateAuditor(cleaners="none"), truth, ParsedDocument(text=TEXT))
+    assert set(r) == {("boilerplate.content_retention", "none")}
+
+
+@pytest.mark.filterwarnings("ignore:A test tried to use socket.socket")  # urllib3's import-time IPv6 probe
+def test_empty_parser_output_is_no_prediction_for_text_cleaners(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text("<html><body><article><p>" + "Main text of the page. " * 20 + "</p></article></body></html>")
+    truth = Truth(boilerplate=Boilerplate.model_validate({"with": ["Main text of the page."]}))
+    r = rows(BoilerplateAuditor(), truth, ParsedDocument(text="", parser="unstructured", source_path=str(page)))
+    assert r["boilerplate.content_retention", "none"].state is State.NO_PREDICTION
+    assert r["boilerplate.content_retention", "unstructured"].state is State.NO_PREDICTION
+    assert r["boilerplate.content_retention", "trafilatura"].value == 1.0  # reads the HTML, not the parser's text
+
+
+def test_reference_main_text_shingles():
+    truth = Truth(text="a b c d e")
+    assert not BoilerplateAuditor().applies(truth)
+    aud = BoilerplateAuditor(cleaners="none", reference_is_main_text=True)
+    assert aud.applies(truth)
+    r = rows(aud, truth, ParsedDocument(text="x, a b c d!"))
+    # output 4-shingles (x a b c), (a b c d); reference (a b c d), (b c d e): 1 matched of 2 and 2
+    p, rc, f = (r[f"boilerplate.shingle_{m}", "none"] for m in ("precision", "recall", "f1"))
+    assert (p.numerator, p.denominator, rc.numerator, rc.denominator, f.numerator, f.denominator) == (1, 2, 1, 2,
+                                                                                                      2, 4)
+    r = rows(BoilerplateAuditor(cleaners="none", reference_is_main_text=True, shingle_size=1), truth,
+             ParsedDocument(text=""))
+    assert r["boilerplate.shingle_precision", "none"].state is State.NO_PREDICTION  # empty input
+
+
+def test_a_main_text_field_in_the_truth_is_used():
+    # stands in for the proposed schema field boilerplate.main_text (not in truth.py yet)
+    bp = SimpleNamespace(text=None, spans=[], with_=[], without=[], main_text="one two three four")
+    aud = BoilerplateAuditor(cleaners="none")
+    assert aud.applies(Truth(boilerplate=bp))  # type: ignore[arg-type]
+    r = rows(aud, Truth(boilerplate=bp), ParsedDocument(text="menu one two three four"))  # type: ignore[arg-type]
+    # output shingles (menu one two three), (one two three four): 1 of 2; reference 1 of 1
+    assert r["boilerplate.shingle_precision", "none"].value == 0.5
+    assert r["boilerplate.shingle_recall", "none"].value == 1.0
+
+
+# --- configuration -------------------------------------------------------------------------------------------------
+
+def test_options_are_json_and_name_versions_and_rules():
+    opts = BoilerplateAuditor().options()
+    json.dumps(opts)
+    assert opts["cleaner_versions"]["none"] and opts["shingle_size"] == 4
+    assert opts["span_unit"] == "non-whitespace code points"
+    assert opts["cleaner_settings"]["trafilatura"]["extract"]["include_comments"] is False
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="unknown cleaner"):
+        BoilerplateAuditor(cleaners=["nope"])
+    with pytest.raises(ValueError, match="not run"):
+        BoilerplateAuditor(cleaners="none", cleaner_options={"trafilatura": {"fast": True}})
+    with pytest.raises(ValueError, match="unknown option"):
+        BoilerplateAuditor(cleaner_options={"trafilatura": {"speed": 1}})
+    with pytest.raises(ValueError, match="twice"):
+        BoilerplateAuditor(cleaners="none,none")
+    with pytest.raises(ValueError):
+        BoilerplateAuditor(shingle_size=0)
+
+
+def test_applies():
+    aud = BoilerplateAuditor()
+    assert not aud.applies(Truth())
+    assert not aud.applies(Truth(text="reference only"))
+    assert aud.applies(spans_truth())
+    assert aud.applies(Truth(boilerplate=Boilerplate.model_validate({"without": ["x"]})))
+
+
+# --- end to end through the CLI ------------------------------------------------------------------------------------
+
+class TextParser(Parser):
+    """A parser for the test corpus: .txt as is, .html as lxml's text_content() (navigation and footer included)."""
+
+    name = "text"
+    extensions = frozenset({".txt", ".html"})
+
+    def parse(self, document):
+        raw = document.path.read_text(encoding="utf-8")
+        if document.suffix == ".html":
+            import lxml.html
+
+            raw = lxml.html.fromstring(raw).text_content()
+        return ParsedDocument(text=raw, parser=self.name)
+
+    def version(self):
+        return "0"
+
+
+PAGE = """<html><head><title>T</title></head><body>
+<nav><ul><li><a href="/">Home</a></li><li><a href="/about">About us</a></li></ul></nav>
+<article><h1>How to grow tomatoes on a balcony</h1>
+<p>Tomatoes need at least six hours of direct sun every day, so a south-facing balcony is the best place for them
+in most climates.</p>
+<p>Water them deeply twice a week rather than a little every day; shallow watering keeps the roots near the surface
+and weakens the plant.</p>
+</article>
+<footer><p>Copyright 2024 Balcony Gardens. All rights reserved.</p><p>Impressum | Datenschutz</p></footer>
+</body></html>"""
+
+
+@pytest.mark.filterwarnings("ignore:A test tried to use socket.socket")  # urllib3's import-time IPv6 probe
+def test_cli_run_reports_every_cleaner_per_document(tmp_path):
+    from ingestaudit.cli import app
+
+    root = tmp_path / "corpus"
+    (root / "docs/web").mkdir(parents=True)
+    (root / "docs/text").mkdir(parents=True)
+    (root / "truth/web").mkdir(parents=True)
+    (root / "truth/text").mkdir(parents=True)
+    (root / "docs/web/page.html").write_text(PAGE, encoding="utf-8")
+    (root / "truth/web/page.json").write_text(json.dumps({"boilerplate": {
+        "with": ["Tomatoes need at least six hours", "shallow watering"],
+        "without": ["About us", "Copyright 2024", "Impressum"]}}), encoding="utf-8")
+    (root / "docs/text/labelled.txt").write_text("anything", encoding="utf-8")
+    (root / "truth/text/labelled.json").write_text(json.dumps({"boilerplate": {"text": TEXT, "spans": SPANS}}),
+                                                   encoding="utf-8")
+    (root / "ingestaudit.toml").write_text('[auditor_options.boilerplate]\ncleaners = "trafilatura,none"\n')
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(root), "--parser", f"{__name__}:TextParser", "--stage",
+                                      "boilerplate", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    got = {(m["doc_id"], m["metric"], m["label"]): (m["state"], m["value"]) for m in report["measurements"]}
+    # the page: trafilatura keeps both 'with' and drops the three 'without'; none keeps everything (text_content)
+    assert got["web/page", "boilerplate.content_retention", "trafilatura"] == ("ok", 1.0)
+    assert got["web/page", "boilerplate.removal_recall", "trafilatura"] == ("ok", 1.0)
+    assert got["web/page", "boilerplate.content_retention", "none"] == ("ok", 1.0)
+    assert got["web/page", "boilerplate.removal_recall", "none"] == ("ok", 0.0)
+    # the labelled text: none removes nothing (precision a state), trafilatura cannot read a plain text (skipped)
+    assert got["text/labelled", "boilerplate.precision", "none"] == ("no_prediction", None)
+    assert got["text/labelled", "boilerplate.recall", "none"] == ("ok", 0.0)
+    assert got["text/labelled", "boilerplate.recall", "trafilatura"] == ("skipped", None)
+    assert report["config"]["auditors"]["boilerplate"]["cleaners"] == ["trafilatura", "none"]
+    summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"]}
+    assert summary["__all__", "boilerplate.removal_recall", "trafilatura"]["micro"] == 1.0
