@@ -159,6 +159,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         except ConfigError as exc:
             problems.append(str(exc))
     from ingestaudit.auditors.pii import validate_pii_gold
+    from ingestaudit.metrics.teds import parse_table
 
     warnings: list[str] = []
     for doc in found.documents:
@@ -167,6 +168,11 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         except TruthError as exc:
             problems += [str(p) for p in exc.problems]
             continue
+        rel_truth = doc.truth_json.relative_to(found.root).as_posix() if doc.truth_json else doc.doc_id
+        for k, html in enumerate(truth.tables):  # a reference table the TEDS tree cannot be built from
+            parsed = parse_table(html)
+            if parsed.state is not None:
+                problems.append(f"{rel_truth}: tables[{k}]: {parsed.message}")
         if truth.pii and truth.text is not None and doc.truth_json is not None:
             rel = doc.truth_json.relative_to(found.root).as_posix()
             for p in validate_pii_gold(truth.text, truth.pii):  # overlaps and Luhn failures warn, bad spans fail

@@ -30,8 +30,10 @@ from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, Pars
                                        SummaryRow, ToolInfo)
 from ingestaudit.truth import Truth, TruthError, load_truth
 
-ENV_PACKAGES = ("ingestaudit", "pymupdf", "jiwer", "rapidfuzz", "unstructured", "pytesseract", "apted", "datasketch",
-                "numpy", "scipy", "pydantic", "ftfy", "confusable-homoglyphs")
+ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz", "unstructured", "pytesseract",
+                "apted", "datasketch", "numpy", "scipy", "pydantic", "ftfy", "confusable-homoglyphs", "regex",
+                "presidio-analyzer", "spacy", "en-core-web-sm", "trafilatura", "lingua-language-detector",
+                "scikit-learn", "langcodes")
 
 
 @dataclass(frozen=True)

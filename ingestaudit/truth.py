@@ -63,7 +63,7 @@ Check = Annotated[Union[TextCheck, OrderCheck], Field(discriminator="type")]
 
 class Boilerplate(_Strict):
     """Boilerplate labels: spans on a given ``text``, and/or segments that must survive (``with``) or be removed
-    (``without``), as in trafilatura's evaluation data."""
+    (``without``), as in trafilatura's evaluation data, and/or the hand-cleaned ``main_text``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -71,6 +71,7 @@ class Boilerplate(_Strict):
     spans: list[Span] = []
     with_: list[str] = Field(default=[], alias="with")
     without: list[str] = []
+    main_text: str | None = None  # hand-cleaned main content, compared with the cleaner's output by bag of shingles
 
     @model_validator(mode="after")
     def _spans_need_text(self) -> "Boilerplate":
@@ -250,8 +251,10 @@ def load_truth(document: Document, root: Path) -> Truth:
     for extra in document.truth_extra:
         rel = extra.relative_to(root).as_posix()
         try:
-            if extra.name.endswith(".tables.html"):
-                tables.append(_read_text(extra, rel))
+            if extra.name.endswith(".tables.html"):  # may hold several tables: one entry per table
+                from ingestaudit.metrics.table_html import split_tables
+
+                tables.extend(split_tables(_read_text(extra, rel)))
             elif text is None:
                 from ingestaudit.ocrxml import read_ocr_xml  # PAGE XML / ALTO reference text
 

@@ -1023,14 +1023,13 @@ def web_truth(page: WebPage) -> tuple[list[str], list[str], list[str], list[dict
 
 
 def table_html(rows: tuple[tuple[str, ...], ...]) -> str:
-    """Reference table HTML: <table>, <tr>, <th> for the first row, <td> otherwise; cell text escaped."""
-    parts = ["<table>"]
-    for r, row in enumerate(rows):
-        tag = "th" if r == 0 else "td"
-        parts.append("<tr>" + "".join(f"<{tag}>{html.escape(visible(c), quote=False)}</{tag}>" for c in row)
-                     + "</tr>")
-    parts.append("</table>")
-    return "".join(parts)
+    """Reference table HTML as a person labels it: the header row in <thead> with <th>, the others in <tbody> with
+    <td>; cell text escaped."""
+    def tr(row: tuple[str, ...], tag: str) -> str:
+        return "<tr>" + "".join(f"<{tag}>{html.escape(visible(c), quote=False)}</{tag}>" for c in row) + "</tr>"
+
+    return ("<table><thead>" + tr(rows[0], "th") + "</thead><tbody>" + "".join(tr(r, "td") for r in rows[1:])
+            + "</tbody></table>")
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def test_truth_languages_dup_groups_and_tables(truth_files: dict) -> None:
     tables = {rel: tf.tables for rel, tf in truth_files.items() if tf.tables}
     assert set(tables) == {"truth/born_digital/bylaw_quiet_hours.json", "truth/scanned/bylaw_quiet_hours_scan.json",
                            "truth/web/kettle_faq.json"}
-    assert tables["truth/web/kettle_faq.json"][0].startswith("<table><tr><th>Property</th><th>Value</th></tr>")
+    assert tables["truth/web/kettle_faq.json"][0].startswith(
+        "<table><thead><tr><th>Property</th><th>Value</th></tr></thead><tbody>")
 
 
 def test_checks_hold_on_the_reference_text(truth_files: dict) -> None:

@@ -50,7 +50,7 @@ PAGE_DIRS = ("html", "cache", "eval")
 CONFIG = """\
 # Written by 'ingestaudit import trafilatura-eval': boilerplate removal on real web pages, end to end.
 # Cleaners (trafilatura on the raw HTML, none and unstructured on the parser's text) are chosen by the auditor;
-# list them with [auditor_options.boilerplate] cleaners = "trafilatura,none" to restrict.
+# list them with [auditor_options.boilerplate] cleaners = ["trafilatura", "none"] to restrict.
 [run]
 parsers = ["unstructured"]
 stages = ["boilerplate"]

@@ -305,7 +305,8 @@ def test_cli_run_reports_every_cleaner_per_document(tmp_path):
     (root / "docs/text/labelled.txt").write_text("anything", encoding="utf-8")
     (root / "truth/text/labelled.json").write_text(json.dumps({"boilerplate": {"text": TEXT, "spans": SPANS}}),
                                                    encoding="utf-8")
-    (root / "ingestaudit.toml").write_text('[auditor_options.boilerplate]\ncleaners = "trafilatura,none"\n')
+    (root / "ingestaudit.toml").write_text('[auditor_options.boilerplate]\ncleaners = ["trafilatura", "none"]\n'
+                                           '[auditor_options.boilerplate.cleaner_options.trafilatura]\nfast = true\n')
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(root), "--parser", f"{__name__}:TextParser", "--stage",
                                       "boilerplate", "--out", str(out)])
@@ -322,5 +323,6 @@ def test_cli_run_reports_every_cleaner_per_document(tmp_path):
     assert got["text/labelled", "boilerplate.recall", "none"] == ("ok", 0.0)
     assert got["text/labelled", "boilerplate.recall", "trafilatura"] == ("skipped", None)
     assert report["config"]["auditors"]["boilerplate"]["cleaners"] == ["trafilatura", "none"]
+    assert report["config"]["auditors"]["boilerplate"]["cleaner_settings"]["trafilatura"]["extract"]["fast"] is True
     summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"]}
     assert summary["__all__", "boilerplate.removal_recall", "trafilatura"]["micro"] == 1.0
