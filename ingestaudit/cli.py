@@ -29,9 +29,9 @@ def _stderr():
 
 def _fail(message: str, hint: str = "") -> None:
     console = _stderr()
-    console.print(f"[red]error:[/red] {message}", highlight=False)
+    console.print("error: " + message, style="red", highlight=False, markup=False)
     if hint:
-        console.print(f"[dim]{hint}[/dim]", highlight=False)
+        console.print(hint, style="dim", highlight=False, markup=False)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -79,7 +79,24 @@ def run(
         cfg.run.seed = seed
     if stage:
         cfg.run.stages = list(stage)
-    names = list(parser) if parser else ([] if outputs and not cfg_path else list(cfg.run.parsers))
+    explicit = "parsers" in cfg.run.model_fields_set  # a config that names parsers, not the default
+    names = list(parser) if parser else ([] if outputs and not explicit else list(cfg.run.parsers))
+    if len(set(names)) != len(names):
+        _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
+    out_dir = out.resolve()
+    if out_dir.exists() and not out_dir.is_dir():
+        _fail(f"--out {out}: exists and is not a folder")
+    if out_dir == found.root or found.root in out_dir.parents:
+        _fail(f"--out {out}: inside the corpus {found.root}; the corpus is never written to",
+              "choose an output folder outside the corpus")
+    base_report = None
+    if baseline is not None:
+        from ingestaudit.report.schema import ReportError, read_report
+
+        try:
+            base_report = read_report(baseline)  # read before the audit: a bad baseline costs nothing
+        except ReportError as exc:
+            _fail(str(exc))
     specs = []
     for name in names:
         if name == PRECOMPUTED:
@@ -109,7 +126,7 @@ def run(
 
     console = _stderr()
     for p in found.problems:
-        console.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
+        console.print(f"warning: {p}", style="yellow", highlight=False, markup=False)
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         def progress(total: int):
@@ -123,17 +140,13 @@ def run(
     write_atomic(out / "report.json", report.to_json())
     write_atomic(out / "report.md", render_markdown(report))
     render_terminal(report, Console())
-    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}", highlight=False)
+    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}", highlight=False, markup=False)
     code = EXIT_OK
-    if baseline is not None:
+    if base_report is not None:
         from ingestaudit.report.compare import compare_reports, render_comparison
-        from ingestaudit.report.schema import ReportError, read_report
 
-        try:
-            comparison = compare_reports(read_report(baseline), report)
-        except ReportError as exc:
-            _fail(str(exc))
-        Console().print(render_comparison(comparison), highlight=False)
+        comparison = compare_reports(base_report, report)
+        Console().print(render_comparison(comparison), highlight=False, markup=False)
         if comparison.regressions:
             code = EXIT_GATE
     if code == EXIT_OK and strict and report.failures:
@@ -155,9 +168,16 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     problems = [str(p) for p in found.problems]
     if (corpus / CONFIG_NAME).is_file():
         try:
-            load_config(corpus / CONFIG_NAME)
+            cfg = load_config(corpus / CONFIG_NAME)
         except ConfigError as exc:
             problems.append(str(exc))
+        else:
+            from ingestaudit.runner import select_stages
+
+            try:  # every [auditor_options.X] table names a stage and its options build that auditor
+                select_stages(cfg.run.stages, [], cfg.auditor_options)
+            except ValueError as exc:
+                problems.append(f"{CONFIG_NAME}: {exc}")
     from ingestaudit.auditors.pii import validate_pii_gold
     from ingestaudit.metrics.teds import parse_table
 
@@ -182,7 +202,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     for p in problems:
         typer.echo(p)
     if problems:
-        _stderr().print(f"[red]{len(problems)} problem(s)[/red] in {found.root}", highlight=False)
+        _stderr().print(f"{len(problems)} problem(s) in {found.root}", style="red", highlight=False, markup=False)
         raise typer.Exit(EXIT_USAGE)
     classes = ", ".join(f"{c}: {n}" for c, n in found.classes().items())
     typer.echo(f"ok: {len(found.documents)} documents ({classes})")
@@ -253,7 +273,7 @@ def compare(
         comparison = compare_reports(read_report(base), read_report(head))
     except ReportError as exc:
         _fail(str(exc))
-    Console().print(render_comparison(comparison), highlight=False)
+    Console().print(render_comparison(comparison), highlight=False, markup=False)
     raise typer.Exit(EXIT_GATE if comparison.regressions else EXIT_OK)
 
 

@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 CONFIG_NAME = "ingestaudit.toml"
 
@@ -44,9 +44,9 @@ class RunConfig(_Strict):
 
     parsers: list[str] = Field(default_factory=lambda: ["pymupdf"])
     stages: list[str] = []
-    seed: int = 0
-    workers: int = Field(default=1, ge=1)
-    doc_timeout_s: float = Field(default=300.0, gt=0)
+    seed: StrictInt = 0
+    workers: StrictInt = Field(default=1, ge=1)
+    doc_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
 
 
 class ReportConfig(_Strict):

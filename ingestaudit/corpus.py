@@ -6,6 +6,7 @@ The corpus is only read, never written.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,19 +49,41 @@ class Corpus:
         """SHA-256 (hex) over the relative path and bytes of every document and truth file, in sorted path order."""
         h = hashlib.sha256()
         for path in self.files:
-            h.update(path.relative_to(self.root).as_posix().encode("utf-8") + b"\0")
-            with path.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(hashlib.sha256(chunk).digest())
+            h.update(os.fsencode(path.relative_to(self.root)) + b"\0")  # any file name, even one not in UTF-8
+            try:
+                with path.open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(hashlib.sha256(chunk).digest())
+            except OSError as exc:  # an unreadable file changes the fingerprint; its parser reports the error
+                h.update(f"unreadable:{exc.errno}".encode())
             h.update(b"\1")
         return h.hexdigest()
 
 
-def _visible_files(folder: Path) -> list[Path]:
+def _visible_files(folder: Path, problems: list[Problem]) -> list[Path]:
+    """Regular files under ``folder`` (hidden ones skipped); what cannot be audited is added to ``problems``."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    out = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder.parent).as_posix()
+        if any(part.startswith(".") for part in p.relative_to(folder).parts):
+            continue
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            problems.append(Problem(os.fsencode(p.relative_to(folder.parent)).decode("utf-8", "backslashreplace"),
+                                    "", "file name is not valid UTF-8: rename it"))
+            continue
+        if p.is_symlink() and not p.exists():
+            problems.append(Problem(rel, "", "broken symbolic link"))
+        elif p.is_symlink() and p.is_dir():
+            problems.append(Problem(rel, "", "linked folder is not followed: link its files instead"))
+        elif p.is_dir() and not os.access(p, os.R_OK | os.X_OK):
+            problems.append(Problem(rel, "", "folder cannot be read"))
+        elif p.is_file():
+            out.append(p)
+    return out
 
 
 def _truth_key(rel: str) -> tuple[str, str] | None:
@@ -88,10 +111,14 @@ def discover(root: Path | str) -> Corpus:
         raise CorpusError(f"{root}: not a corpus (no docs/ folder); 'ingestaudit init {root}' writes the layout")
     problems: list[Problem] = []
     by_id: dict[str, Path] = {}
-    for path in _visible_files(docs_dir):
+    for path in _visible_files(docs_dir, problems):
         rel = path.relative_to(docs_dir)
         if len(rel.parts) < 2:
             problems.append(Problem(f"docs/{rel.as_posix()}", "", "documents must sit in a class folder: docs/<class>/"))
+            continue
+        if rel.parts[0] == "__all__":
+            problems.append(Problem(f"docs/{rel.as_posix()}", "", "'__all__' is reserved for the overall rows: "
+                                    "rename the class folder"))
             continue
         doc_id = rel.with_suffix("").as_posix()
         if doc_id in by_id:
@@ -103,7 +130,7 @@ def discover(root: Path | str) -> Corpus:
     truth_dir = root / "truth"
     truth: dict[str, dict[str, Path]] = {}
     truth_files: list[Path] = []
-    for path in _visible_files(truth_dir):
+    for path in _visible_files(truth_dir, problems):
         rel = path.relative_to(truth_dir).as_posix()
         key = _truth_key(rel)
         if key is None:

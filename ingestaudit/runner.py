@@ -17,7 +17,7 @@ from typing import Any
 
 from ingestaudit import __version__
 from ingestaudit.auditors.base import Auditor, CorpusAuditor, CorpusItem
-from ingestaudit.auditors.registry import load_auditor, stage_names
+from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
 from ingestaudit.config import Config
 from ingestaudit.corpus import Corpus
 from ingestaudit.document import Document
@@ -135,7 +135,9 @@ def run_task(task: Task) -> TaskResult:
         return without_output(State.NO_PREDICTION, str(exc), [])
     except ParserError as exc:
         return without_output(State.ERROR, str(exc), [("parse", str(exc))])
-    except Exception as exc:  # a parser bug must not stop the run
+    except BaseException as exc:  # a parser bug (even SystemExit from a plug-in) must not stop the run
+        if isinstance(exc, KeyboardInterrupt) and not _IN_WORKER:
+            raise
         msg = f"{type(exc).__name__}: {exc}"
         return without_output(State.ERROR, msg, [("parse", msg)])
     elapsed = time.perf_counter() - t0
@@ -145,17 +147,24 @@ def run_task(task: Task) -> TaskResult:
             scores = a.audit(task.truth, parsed)
             rows += [Measurement.of(s, doc_id=task.document.doc_id, doc_class=task.doc_class,
                                     parser=task.parser.name) for s in scores]
-        except Exception as exc:
+        except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
+            if isinstance(exc, KeyboardInterrupt) and not _IN_WORKER:
+                raise
             msg = f"{type(exc).__name__}: {exc}"
             rows += _rows_in_state(task, [a], State.ERROR, msg)
             failures.append((a.stage, msg))
     return TaskResult(rows, failures, elapsed, parsed=parsed if corpus_level else None)
 
 
+_IN_WORKER = False
+
+
 def _worker_init() -> None:
     """Per-worker set-up: one OCR thread per worker (Tesseract's OpenMP threads would fight the pool for cores)."""
     import os
 
+    global _IN_WORKER
+    _IN_WORKER = True
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 
@@ -207,11 +216,20 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
     Raises:
         UnknownStage: a requested stage does not exist.
     """
+    for stage in options:
+        if stage not in stage_names():
+            raise UnknownStage(f"[auditor_options.{stage}]: unknown stage; known stages: {', '.join(stage_names())}")
+    auditors = {}
+    for s in (requested or stage_names()):
+        try:  # fail early, in the main process, with the table named
+            auditors[s] = load_auditor(s, options.get(s))
+        except (UnknownStage, ValueError):
+            raise
+        except Exception as exc:
+            raise ValueError(f"[auditor_options.{s}]: {type(exc).__name__}: {exc}") from exc
     if requested:
-        for s in requested:
-            load_auditor(s, options.get(s))  # raises UnknownStage / ValueError early, in the main process
         return [s for s in stage_names() if s in requested]
-    return [s for s in stage_names() if any(load_auditor(s, options.get(s)).applies(t) for t in truths)]
+    return [s for s in stage_names() if any(auditors[s].applies(t) for t in truths)]
 
 
 def _with_seed(options: dict[str, dict[str, Any]], seed: int) -> dict[str, dict[str, Any]]:
@@ -291,6 +309,7 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
         UnknownStage, ValueError: bad stage or option (before anything runs).
     """
     truths, failures = _load_truths(corpus)
+    failures += [Failure(doc_id=p.file, parser="", stage="corpus", message=p.message) for p in corpus.problems]
     opts = _with_seed(config.auditor_options, config.run.seed)
     stages = select_stages(config.run.stages, list(truths.values()), opts)
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)

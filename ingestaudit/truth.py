@@ -48,6 +48,12 @@ class TextCheck(_Strict):
     text: str = Field(min_length=1)
     max_diffs: int = Field(default=0, ge=0)
 
+    @model_validator(mode="after")
+    def _tolerance(self) -> "TextCheck":
+        if self.max_diffs >= len(self.text):
+            raise ValueError(f"max_diffs ({self.max_diffs}) must be below the length of text ({len(self.text)})")
+        return self
+
 
 class OrderCheck(_Strict):
     """olmOCR-style assertion: ``before`` occurs before ``after`` in the output, each within ``max_diffs`` edits."""
@@ -56,6 +62,12 @@ class OrderCheck(_Strict):
     before: str = Field(min_length=1)
     after: str = Field(min_length=1)
     max_diffs: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _tolerance(self) -> "OrderCheck":
+        if self.max_diffs >= min(len(self.before), len(self.after)):
+            raise ValueError(f"max_diffs ({self.max_diffs}) must be below the length of before and after")
+        return self
 
 
 Check = Annotated[Union[TextCheck, OrderCheck], Field(discriminator="type")]
@@ -113,6 +125,13 @@ class TruthFile(_Strict):
     dup_group: str | None = None
     sections: list[dict[str, Any]] = []
     class_: str | None = Field(default=None, alias="class")
+
+    @field_validator("class_")
+    @classmethod
+    def _class(cls, v: str | None) -> str | None:
+        if v is not None and (not v or v == "__all__" or "/" in v):
+            raise ValueError(f"{v!r} cannot be a class name ('__all__' is reserved for the overall rows)")
+        return v
 
     @field_validator("language")
     @classmethod
@@ -173,14 +192,34 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
     """Validate key by key, so one bad key never hides the problems (or the valid labels) of the others."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")  # lone surrogates (\ud800) cannot be written back
     except UnicodeDecodeError as exc:
         return TruthFile(), [Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]
+    except UnicodeEncodeError:
+        return TruthFile(), [Problem(rel, "", "a string holds a lone surrogate escape (e.g. \\ud800): not Unicode text")]
     except json.JSONDecodeError as exc:
         return TruthFile(), [Problem(rel, "", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+    except _DuplicateKey as exc:
+        return TruthFile(), [Problem(rel, str(exc), "key given twice in one object")]
+    except RecursionError:
+        return TruthFile(), [Problem(rel, "", "JSON nested too deeply to read")]
     except OSError as exc:
         return TruthFile(), [Problem(rel, "", f"unreadable: {exc.strerror}")]
     if not isinstance(raw, dict):
@@ -194,7 +233,7 @@ def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
         except ValidationError as exc:
             for err in exc.errors():
                 msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-                problems.append(Problem(rel, _field_path(err["loc"]), msg))
+                problems.append(Problem(rel, _field_path(err["loc"]), msg.removeprefix("Value error, ")))
     return TruthFile.model_validate(valid), problems
 
 
@@ -215,8 +254,10 @@ def read_truth_file(path: Path, rel: str) -> TruthFile:
 
 
 def _read_text(path: Path, rel: str) -> str:
+    """The file's text exactly as written: no newline translation, so span offsets counted on the file hold."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as fh:
+            return fh.read()
     except UnicodeDecodeError as exc:
         raise TruthError([Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]) from None
     except OSError as exc:

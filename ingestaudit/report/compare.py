@@ -31,6 +31,7 @@ class Comparison:
 
     changes: list[RowChange]
     budget: float
+    same_corpus: bool = True
 
     @property
     def regressions(self) -> list[RowChange]:
@@ -64,7 +65,8 @@ def compare_reports(base: Report, head: Report, budget: float = DEFAULT_BUDGET) 
         key = _key(b)
         h = new.get(key)
         if h is None:
-            changes.append(RowChange(key, headline(b), None, "missing from the new report"))
+            had_value = headline(b) is not None
+            changes.append(RowChange(key, headline(b), None, "missing from the new report" if had_value else ""))
             continue
         bv, hv = headline(b), headline(h)
         reason = ""
@@ -81,12 +83,17 @@ def compare_reports(base: Report, head: Report, budget: float = DEFAULT_BUDGET) 
             if worse > budget:
                 reason = f"worse by {worse:.4f} (budget {budget:g})"
         changes.append(RowChange(key, bv, hv, reason))
-    return Comparison(changes, budget)
+    return Comparison(changes, budget, base.corpus.fingerprint == head.corpus.fingerprint)
 
 
 def render_comparison(c: Comparison) -> str:
     """Plain-text list of the regressed rows (or a one-line all-clear)."""
     regs = c.regressions
+    note = "" if c.same_corpus else "note: the two reports audited different corpora (fingerprints differ)\n"
+    return note + _render_rows(c, regs)
+
+
+def _render_rows(c: Comparison, regs: list[RowChange]) -> str:
     if not regs:
         return f"no regression in {len(c.changes)} compared rows (budget {c.budget:g})"
     lines = [f"{len(regs)} regression(s) in {len(c.changes)} compared rows:"]

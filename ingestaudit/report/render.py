@@ -73,7 +73,7 @@ def render_terminal(report: Report, console) -> None:
         table = Table(title=escape(f"class: {t.doc_class}"), title_justify="left", show_lines=False)
         table.add_column("metric", no_wrap=True)
         for p in t.parsers:
-            table.add_column(p)
+            table.add_column(escape(p))
         stage = None
         for name, cells in t.rows:
             if name.split(".", 1)[0] != stage:

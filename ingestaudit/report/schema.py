@@ -137,9 +137,12 @@ def read_report(path: Path) -> Report:
     Raises:
         ReportError: unreadable, not JSON, another schema major version, or fields that break the contract.
     """
+    def no_constants(name: str) -> float:
+        raise ValueError(f"{name} is not a number a report may hold")
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ReportError(f"{path}: not a readable JSON report ({exc})") from None
     if not isinstance(raw, dict):
         raise ReportError(f"{path}: not a JSON object")

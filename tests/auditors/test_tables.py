@@ -237,7 +237,7 @@ def test_tables_html_truth_file_with_two_tables(tmp_path):
         f"<html><body>\n{GT}\n<h2>Second</h2>\n{SMALL}\n</body></html>\n", encoding="utf-8")
     corpus = discover(tmp_path)
     truth = load_truth(corpus.documents[0], corpus.root)
-    assert len(truth.tables) == 1  # truth.py keeps the file as one string
+    assert truth.tables == (GT, SMALL)  # truth.py splits the file into its tables
     assert reference_tables(truth) == [GT, SMALL]
     r = TablesAuditor().audit(truth, ParsedDocument(text="", tables=(SMALL,), settings={TABLE_EXTRACTION: True}))
     assert r[0].metric == "tables.teds" and r[0].value == 0.5 and r[0].denominator == 2
