@@ -14,11 +14,34 @@ import typer
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Audit the ingestion half of a RAG system against human labels.")
 
+
+def _version(value: bool) -> None:
+    if value:
+        from ingestaudit import __version__
+
+        typer.echo(f"ingestaudit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Audit the ingestion half of a RAG system against human labels."""
+
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
 
 
 class UsageError(Exception):
     """A fatal problem with the command's input; printed with a hint and exit code 2."""
+
+
+def _stdout():
+    """The payload console: at least 140 columns when not writing to a terminal (CI logs, files)."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 140)
 
 
 def _stderr():
@@ -45,8 +68,10 @@ def run(
     stage: Annotated[Optional[list[str]], typer.Option("--stage", envvar="INGESTAUDIT_STAGE",
                                                        help="Stage to audit (default: every stage with truth).")] = None,
     out: Annotated[Path, typer.Option(envvar="INGESTAUDIT_OUT", help="Output folder.")] = Path("ingestaudit-report"),
-    workers: Annotated[Optional[int], typer.Option(min=1, envvar="INGESTAUDIT_WORKERS")] = None,
-    seed: Annotated[Optional[int], typer.Option(envvar="INGESTAUDIT_SEED")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, envvar="INGESTAUDIT_WORKERS",
+                                                   help="Worker processes (reports are identical for any N).")] = None,
+    seed: Annotated[Optional[int], typer.Option(envvar="INGESTAUDIT_SEED",
+                                                help="Seed of the bootstrap intervals and seeded stages.")] = None,
     config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
                                                    help="Config file (default: CORPUS/ingestaudit.toml).")] = None,
     baseline: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_BASELINE",
@@ -79,8 +104,7 @@ def run(
         cfg.run.seed = seed
     if stage:
         cfg.run.stages = list(stage)
-    explicit = "parsers" in cfg.run.model_fields_set  # a config that names parsers, not the default
-    names = list(parser) if parser else ([] if outputs and not explicit else list(cfg.run.parsers))
+    names = list(parser) if parser else ([] if outputs else list(cfg.run.parsers))
     if len(set(names)) != len(names):
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
     out_dir = out.resolve()
@@ -139,14 +163,14 @@ def run(
             _fail(str(exc))
     write_atomic(out / "report.json", report.to_json())
     write_atomic(out / "report.md", render_markdown(report))
-    render_terminal(report, Console())
+    render_terminal(report, _stdout())
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}", highlight=False, markup=False)
     code = EXIT_OK
     if base_report is not None:
         from ingestaudit.report.compare import compare_reports, render_comparison
 
         comparison = compare_reports(base_report, report)
-        Console().print(render_comparison(comparison), highlight=False, markup=False)
+        _stdout().print(render_comparison(comparison), highlight=False, markup=False)
         if comparison.regressions:
             code = EXIT_GATE
     if code == EXIT_OK and strict and report.failures:
@@ -251,7 +275,7 @@ def report(
         rep = read_report(report_json)
     except ReportError as exc:
         _fail(str(exc))
-    render_terminal(rep, Console())
+    render_terminal(rep, _stdout())
     if html:
         write_atomic(html, render_html(rep))
     if md:
@@ -273,13 +297,19 @@ def compare(
         comparison = compare_reports(read_report(base), read_report(head))
     except ReportError as exc:
         _fail(str(exc))
-    Console().print(render_comparison(comparison), highlight=False, markup=False)
+    _stdout().print(render_comparison(comparison), highlight=False, markup=False)
     raise typer.Exit(EXIT_GATE if comparison.regressions else EXIT_OK)
+
+
+def _importer_names() -> list[str]:
+    from ingestaudit.importers import importer_names  # standard library only: cheap at start-up
+
+    return importer_names()
 
 
 @app.command("import")
 def import_(
-    kind: Annotated[str, typer.Argument(help="Data set format (see the error for the list), e.g. olmocr-bench.")],
+    kind: Annotated[str, typer.Argument(help="Data set format: " + ", ".join(_importer_names()) + ".")],
     src: Annotated[Path, typer.Argument(help="The data set folder (only read).")],
     dest: Annotated[Path, typer.Argument(help="Corpus folder to create (absent or empty).")],
     limit: Annotated[Optional[int], typer.Option(min=1, help="Import at most N items (per language for "

@@ -257,6 +257,20 @@ def _load_truths(corpus: Corpus) -> tuple[dict[str, Truth], list[Failure]]:
     return truths, failures
 
 
+def _unreported_errors(rows: list[MeasurementRow], failures: list[Failure]) -> list[Failure]:
+    """A failure for every error row whose document, parser and stage no failure names yet (an auditor that
+    returned error rows instead of raising, e.g. an unavailable cleaner), so every renderer shows the cause."""
+    known = {(f.doc_id, f.parser, f.stage) for f in failures} | {(f.doc_id, f.parser, "parse") for f in failures}
+    out: dict[tuple[str, str, str, str], Failure] = {}
+    for r in rows:
+        if r.state != State.ERROR.value or (r.doc_id, r.parser, r.stage) in known:
+            continue
+        message = str(r.detail.get("reason") or r.detail.get("message") or "error")
+        out.setdefault((r.doc_id, r.parser, r.stage, message),
+                       Failure(doc_id=r.doc_id, parser=r.parser, stage=r.stage, message=message))
+    return list(out.values())
+
+
 def _row(m: Measurement) -> MeasurementRow:
     return MeasurementRow(doc_id=m.doc_id, doc_class=m.doc_class, parser=m.parser, stage=m.stage, metric=m.metric,
                           label=m.label, value=m.value, numerator=m.numerator, denominator=m.denominator,
@@ -326,6 +340,7 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
     corpus_rows, corpus_summary, details, corpus_failures = _corpus_stages(tasks, results, parsers, stage_args)
     rows += corpus_rows
     failures += corpus_failures
+    failures += _unreported_errors(rows, failures)
     order = {p.name: i for i, p in enumerate(parsers)}
     rows.sort(key=lambda r: (r.doc_id, order[r.parser], r.stage, r.metric, r.label))
     failures.sort(key=lambda f: (f.doc_id, order.get(f.parser, -1), f.stage, f.message))

@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import dedup as dm
 from ingestaudit.metrics.dedup import Rate
@@ -57,6 +58,7 @@ from ingestaudit.metrics.intervals import wilson
 from ingestaudit.metrics.jaccard import exact_jaccard
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket, lsh_params
 from ingestaudit.metrics.specs import MetricSpec, register
+from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, instantiate, plugin_class, plugin_names
 from ingestaudit.stages.dedup import DedupConfig, DedupResult, deduplicate, deduplicate_grid, normalize, shingle_set
 from ingestaudit.truth import Truth
 
@@ -175,11 +177,20 @@ class DedupDetector(ABC):
         """
 
 
+class UnknownDetector(UnknownPlugin, ValueError):
+    """`load_detector`: no detector is registered under that name (the message lists the known ones),
+    ``"module:Class"`` does not load, or the class is not a `DedupDetector`. A ``ValueError`` (not a `DetectorError`,
+    which a detector raises while clustering)."""
+
+
+class DetectorUnavailable(PluginUnavailable, ValueError):
+    """`load_detector`: an entry-point detector's module does not import (the message names the cause). A
+    ``ValueError``."""
+
+
 def detector_names() -> list[str]:
     """``"minhash"`` and every name registered under `DETECTOR_GROUP`, sorted after it."""
-    from importlib.metadata import entry_points
-
-    return [BUILTIN_DETECTOR] + sorted(ep.name for ep in entry_points(group=DETECTOR_GROUP))
+    return [BUILTIN_DETECTOR] + plugin_names(DETECTOR_GROUP)
 
 
 def load_detector(name: str, options: Mapping[str, Any] | None = None) -> DedupDetector:
@@ -187,43 +198,14 @@ def load_detector(name: str, options: Mapping[str, Any] | None = None) -> DedupD
 
     Raises:
         ValueError: unknown name (the message lists the registered detectors), an import failure, a class that is
-            not a `DedupDetector`, or options it does not take.
+            not a `DedupDetector` (`UnknownDetector`, `DetectorUnavailable`), or options it does not take.
     """
-    from importlib import import_module
-    from importlib.metadata import entry_points
-
-    if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            cls = getattr(import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot load dedup detector {name!r}: {exc}") from exc
-    else:
-        eps = {ep.name: ep for ep in entry_points(group=DETECTOR_GROUP)}
-        if name not in eps:
-            raise ValueError(f"unknown dedup detector {name!r}; known: {', '.join(detector_names())} "
-                             f"(or 'module:Class')")
-        try:
-            cls = eps[name].load()
-        except ImportError as exc:
-            raise ValueError(f"dedup detector {name!r} could not be imported ({exc}); install its package") from exc
-    if not (isinstance(cls, type) and issubclass(cls, DedupDetector)):
-        raise ValueError(f"dedup detector {name!r} is not a DedupDetector subclass")
-    try:
-        return cls(**dict(options or {}))
-    except TypeError as exc:
-        raise ValueError(f"dedup detector {name!r}: bad detector_options ({exc})") from exc
+    cls = plugin_class(DETECTOR_GROUP, name, what="dedup detector", base=DedupDetector, known=detector_names,
+                       unknown=UnknownDetector, unavailable=DetectorUnavailable, unimportable=UnknownDetector)
+    return instantiate(cls, options, f"dedup detector {name!r}", section="detector_options")
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------------
-
-def _score(metric: str, rate: Rate, *, label: str = "", detail: dict[str, Any] | None = None) -> Score:
-    """A `Score` carrying the `Rate`'s own state (``no_prediction`` stays ``no_prediction``), never a fake 0."""
-    if rate.state is State.OK:
-        return Score(metric, rate.value, rate.numerator, rate.denominator, State.OK, label, detail or {})
-    return Score(metric, None, rate.numerator, rate.denominator, rate.state, label,
-                 {**(detail or {}), "reason": rate.reason or "undefined"})
-
 
 def _rate_json(rate: Rate) -> dict[str, Any]:
     return {"value": rate.value, "numerator": rate.numerator, "denominator": rate.denominator,
@@ -476,21 +458,22 @@ class DedupAuditor(CorpusAuditor):
         c = dm.cluster_agreement(gold, pred)
         ch = dm.chained_pairs(pred, similarity, threshold, max_pairs=self.max_exact_pairs)
         rows = [
-            _score("dedup.pairwise_precision", dm.pairwise_precision(c)),
-            _score("dedup.pairwise_recall", dm.pairwise_recall(c)),
-            _score("dedup.pairwise_f1", dm.pairwise_f1(c)),
-            _score("dedup.false_merge_rate", dm.false_merge_rate(c)),
-            _score("dedup.missed_merge_rate", dm.missed_merge_rate(c)),
-            _score("dedup.bcubed_precision", dm.bcubed_precision(c)),
-            _score("dedup.bcubed_recall", dm.bcubed_recall(c)),
-            _score("dedup.ari", dm.adjusted_rand_index(c)),
+            score_from_rate("dedup.pairwise_precision", dm.pairwise_precision(c)),
+            score_from_rate("dedup.pairwise_recall", dm.pairwise_recall(c)),
+            score_from_rate("dedup.pairwise_f1", dm.pairwise_f1(c)),
+            score_from_rate("dedup.false_merge_rate", dm.false_merge_rate(c)),
+            score_from_rate("dedup.missed_merge_rate", dm.missed_merge_rate(c)),
+            score_from_rate("dedup.bcubed_precision", dm.bcubed_precision(c)),
+            score_from_rate("dedup.bcubed_recall", dm.bcubed_recall(c)),
+            score_from_rate("dedup.ari", dm.adjusted_rand_index(c)),
             (Score("dedup.largest_cluster", float(c.largest_predicted_cluster)) if c.n_items
              else Score.missing("dedup.largest_cluster", State.NO_REFERENCE, "no documents")),
-            _score("dedup.chained_pairs", dm.chained_pair_rate(ch), detail={"threshold": threshold}),
-            _score("dedup.removed_docs", Rate.of(removal.removed, removal.n_items, if_zero=State.NO_REFERENCE,
-                                                 reason="no documents")),
-            _score("dedup.wrongly_removed_docs", Rate.of(removal.wrongly_removed, removal.n_items,
-                                                         if_zero=State.NO_REFERENCE, reason="no documents")),
+            score_from_rate("dedup.chained_pairs", dm.chained_pair_rate(ch), detail={"threshold": threshold}),
+            score_from_rate("dedup.removed_docs", dm.rate_of(removal.removed, removal.n_items,
+                                                             if_zero=State.NO_REFERENCE, reason="no documents")),
+            score_from_rate("dedup.wrongly_removed_docs", dm.rate_of(removal.wrongly_removed, removal.n_items,
+                                                                     if_zero=State.NO_REFERENCE,
+                                                                     reason="no documents")),
         ]
         counts = {"n_docs": c.n_items, "all_pairs": c.all_pairs, "gold_pairs": c.gold_pairs,
                   "predicted_pairs": c.predicted_pairs, "true_pairs": c.true_pairs, "false_merges": c.false_merges,
@@ -539,7 +522,7 @@ class DedupAuditor(CorpusAuditor):
             if k == 0 and zeros:
                 theo = (theo or 0.0) * pairs / (pairs + zeros)
                 pairs += zeros
-                rate = Rate.of(bk.candidates, pairs, if_zero=State.NO_REFERENCE, reason="no pairs")
+                rate = dm.rate_of(bk.candidates, pairs, if_zero=State.NO_REFERENCE, reason="no pairs")
                 interval = wilson(bk.candidates, pairs)
             rows.append({"low": bk.low, "high": bk.high, "pairs": pairs, "candidates": bk.candidates,
                          "empirical": rate.value, "empirical_state": rate.state.value,
@@ -582,10 +565,10 @@ class DedupAuditor(CorpusAuditor):
                           "chained_pairs": ch.chained, "within_cluster_pairs": ch.within_cluster_pairs,
                           "candidate_pairs": len(res.candidates),
                           "s_curve": self._s_curve(res, shingles, cache), "per_class": per_class})
-            rows.append((ALL, _score("dedup.sweep_false_merge_rate", fm, label=label,
-                                     detail={"b": res.b, "r": res.r}), n))
-            rows.append((ALL, _score("dedup.sweep_missed_merge_rate", mm, label=label,
-                                     detail={"b": res.b, "r": res.r}), n))
+            rows.append((ALL, score_from_rate("dedup.sweep_false_merge_rate", fm, label=label,
+                                              detail={"b": res.b, "r": res.r}), n))
+            rows.append((ALL, score_from_rate("dedup.sweep_missed_merge_rate", mm, label=label,
+                                              detail={"b": res.b, "r": res.r}), n))
         best, reason = self.best_setting(cells, self.budget)
         budget_label = f"missed_merge<={self.budget:g}"
         if best is None:

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import classification as cl
 from ingestaudit.metrics.specs import MetricSpec, register
@@ -439,7 +440,7 @@ class LanguageAuditor(CorpusAuditor):
                     detail["ci"] = {"low": iv.low, "high": iv.high, "method": iv.method}
             elif ci is not None:
                 detail["ci"] = ci
-            return Score(metric, rate.value, rate.numerator, rate.denominator, State.OK, label, detail)
+            return score_from_rate(metric, rate, label=label, detail=detail)
 
         if counts.n == 0:
             return [Score.missing(m, State.NO_REFERENCE, "no scored documents")

@@ -45,13 +45,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.alignment import DEFAULT_MIN_KEPT, ProjectedSpan, align_chars, project_spans
 from ingestaudit.metrics.leakage import (DEFAULT_NORMALIZATION, NORMALIZATIONS, gold_values, negative_false_positives,
                                          residual_leakage)
 from ingestaudit.metrics.luhn import luhn_check
-from ingestaudit.metrics.spans import (ANY_TYPE, RATE_NAMES, MatchPolicy, Rate, Span, SpanScores, map_span_types,
-                                       match_spans, score_spans)
+from ingestaudit.metrics.spans import (ANY_TYPE, RATE_NAMES, MatchPolicy, Span, SpanScores, map_span_types, match_spans,
+                                       score_spans)
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
@@ -226,13 +227,6 @@ class _Doc:
     lost: list[dict[str, Any]] = field(default_factory=list)
     unmapped: Counter = field(default_factory=Counter)
     ignored_predicted: Counter = field(default_factory=Counter)
-
-
-def _rate_score(metric: str, rate: Rate, label: str, detail: dict[str, Any]) -> Score:
-    if rate.value is None:
-        return Score(metric, None, rate.numerator, rate.denominator, State(rate.state), label,
-                     {**detail, "reason": rate.reason})
-    return Score(metric, rate.value, rate.numerator, rate.denominator, State.OK, label, detail)
 
 
 def _span_dict(s: Span, text: str) -> dict[str, Any]:
@@ -550,13 +544,13 @@ class PiiAuditor(CorpusAuditor):
             for name in RATE_NAMES:
                 extra = extra_p if name == "precision" else extra_r if name == "recall" else {}
                 c = overall
-                rows.append(_rate_score(f"pii.{name}", c.rate(name), pol.label,
-                                        {**base, **detail, "tp": c.tp, "fp": c.fp, "fn": c.fn, **extra}))
-                rows.append(_rate_score(f"pii.{name}", agnostic.rate(name), f"{pol.label}/{ANY_TYPE}",
-                                        {"tp": agnostic.tp, "fp": agnostic.fp, "fn": agnostic.fn}))
+                rows.append(score_from_rate(f"pii.{name}", c.rate(name), label=pol.label,
+                                            detail={**base, **detail, "tp": c.tp, "fp": c.fp, "fn": c.fn, **extra}))
+                rows.append(score_from_rate(f"pii.{name}", agnostic.rate(name), label=f"{pol.label}/{ANY_TYPE}",
+                                            detail={"tp": agnostic.tp, "fp": agnostic.fp, "fn": agnostic.fn}))
                 for typ, c in typed.per_type.items():
-                    rows.append(_rate_score(f"pii.{name}", c.rate(name), f"{pol.label}/{typ}",
-                                            {"tp": c.tp, "fp": c.fp, "fn": c.fn}))
+                    rows.append(score_from_rate(f"pii.{name}", c.rate(name), label=f"{pol.label}/{typ}",
+                                                detail={"tp": c.tp, "fp": c.fp, "fn": c.fn}))
 
         # lost in extraction, per type and overall
         n_by_type = Counter(p.source.type for p in projected)
@@ -576,11 +570,11 @@ class PiiAuditor(CorpusAuditor):
                                 whole_word=self.leakage_whole_word)
         total = leak.total
         leak_detail = {"normalization": leak.normalization, "whole_word": leak.whole_word}
-        rows.append(_rate_score("pii.residual_leakage", total.rate(), ANY_TYPE, {
+        rows.append(score_from_rate("pii.residual_leakage", total.rate(), label=ANY_TYPE, detail={
             **leak_detail, "leaked": [{"type": t, "value": v} for t, v in leak.leaked[:MAX_LISTED]],
             "leaked_total": len(leak.leaked), "unchecked": len(leak.unchecked)}))
         for typ, c in leak.per_type.items():
-            rows.append(_rate_score("pii.residual_leakage", c.rate(), typ, leak_detail))
+            rows.append(score_from_rate("pii.residual_leakage", c.rate(), label=typ, detail=leak_detail))
 
         # false positives on negative documents
         if self.is_negative(truth):

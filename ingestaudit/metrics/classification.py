@@ -41,34 +41,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ingestaudit.metrics.rates import Rate  # re-exported: named rates whose terms are integer document counts
+
 ABSTAIN_COLUMN = "__abstained__"
 """Name of the confusion-matrix column that counts abstentions (never a label)."""
-
-
-@dataclass(frozen=True)
-class Rate:
-    """One rate with its counts, or ``None`` with the reason it is undefined.
-
-    Attributes:
-        name: ``"precision"``, ``"recall"``, ``"f1"``, ``"accuracy"``, ``"coverage"``, ``"selective_accuracy"``.
-        value: ``numerator / denominator`` in [0, 1], or ``None`` when ``denominator == 0``.
-        numerator, denominator: integer counts (documents; ``2 tp`` and ``2 tp + fp + fn`` for F1).
-        state: ``"ok"``, ``"no_prediction"`` (nothing predicted) or ``"no_reference"`` (nothing labelled).
-        reason: why the value is ``None``; ``None`` when ``state == "ok"``.
-    """
-
-    name: str
-    value: float | None
-    numerator: int
-    denominator: int
-    state: str = "ok"
-    reason: str | None = None
-
-
-def _ratio(name: str, num: int, den: int, state: str, reason: str) -> Rate:
-    if den == 0:
-        return Rate(name, None, num, den, state, reason)
-    return Rate(name, num / den, num, den)
 
 
 @dataclass(frozen=True)
@@ -172,37 +148,39 @@ def _label(c: ClassificationCounts, label: str) -> LabelCounts:
 def precision(c: ClassificationCounts, label: str) -> Rate:
     """``tp / (tp + fp)`` of ``label``; ``no_prediction`` when it was never predicted (also for unknown labels)."""
     lc = _label(c, label)
-    return _ratio("precision", lc.tp, lc.predicted, "no_prediction", f"{label!r} was never predicted")
+    return Rate.of(lc.tp, lc.predicted, if_zero="no_prediction", reason=f"{label!r} was never predicted",
+                   name="precision")
 
 
 def recall(c: ClassificationCounts, label: str) -> Rate:
     """``tp / (tp + fn)`` of ``label`` (abstentions are misses); ``no_reference`` when no document has it."""
     lc = _label(c, label)
-    return _ratio("recall", lc.tp, lc.support, "no_reference", f"no document is labelled {label!r}")
+    return Rate.of(lc.tp, lc.support, if_zero="no_reference", reason=f"no document is labelled {label!r}",
+                   name="recall")
 
 
 def f1(c: ClassificationCounts, label: str) -> Rate:
     """``2 tp / (2 tp + fp + fn)`` of ``label``; undefined (``no_reference``) only when ``label`` occurs on neither
     side. Equal to ``2 P R / (P + R)`` whenever P and R both exist and are not both 0."""
     lc = _label(c, label)
-    return _ratio("f1", 2 * lc.tp, 2 * lc.tp + lc.fp + lc.fn, "no_reference",
-                  f"{label!r} is neither labelled nor predicted")
+    return Rate.of(2 * lc.tp, 2 * lc.tp + lc.fp + lc.fn, if_zero="no_reference",
+                   reason=f"{label!r} is neither labelled nor predicted", name="f1")
 
 
 def accuracy(c: ClassificationCounts) -> Rate:
     """``correct / n`` (abstentions count as errors); ``no_reference`` for no pairs."""
-    return _ratio("accuracy", c.correct, c.n, "no_reference", "no labelled documents")
+    return Rate.of(c.correct, c.n, if_zero="no_reference", reason="no labelled documents", name="accuracy")
 
 
 def coverage(c: ClassificationCounts) -> Rate:
     """``(n - abstained) / n``, the share of documents the classifier answered; ``no_reference`` for no pairs."""
-    return _ratio("coverage", c.n - c.abstained, c.n, "no_reference", "no labelled documents")
+    return Rate.of(c.n - c.abstained, c.n, if_zero="no_reference", reason="no labelled documents", name="coverage")
 
 
 def selective_accuracy(c: ClassificationCounts) -> Rate:
     """``correct / (n - abstained)``, accuracy over answered documents; ``no_prediction`` when all abstained."""
-    return _ratio("selective_accuracy", c.correct, c.n - c.abstained, "no_prediction",
-                  "the classifier abstained on every document")
+    return Rate.of(c.correct, c.n - c.abstained, if_zero="no_prediction",
+                   reason="the classifier abstained on every document", name="selective_accuracy")
 
 
 @dataclass(frozen=True)

@@ -25,38 +25,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ingestaudit.measurement import State
+from ingestaudit.metrics.rates import Rate
 
 Partition = Mapping[Hashable, Hashable | None]
 """``item -> group`` (gold) or ``item -> cluster id`` (predicted); ``None`` = a singleton."""
 
 
-@dataclass(frozen=True)
-class Rate:
-    """One measured ratio with its raw parts.
+def rate_of(numerator: float | Fraction, denominator: float | Fraction, *, if_zero: State, reason: str) -> Rate:
+    """A `Rate` with the dedup conventions: ``numerator / denominator`` (exact for Fractions), both terms stored as
+    floats, the state a `State` (``State.OK``, or ``if_zero`` with ``reason`` for a zero denominator).
 
-    Attributes:
-        numerator, denominator: the two numbers behind ``value`` (``value == numerator / denominator``). They are
-            integer pair counts for the pairwise rates, sums of per-item fractions over an item count for B-cubed,
-            and ``index - expected`` over ``max - expected`` for the adjusted Rand index.
-        value: the ratio, or None when undefined (``state`` says why). Never NaN or infinite.
-        state: ``State.OK`` when ``value`` is set; ``NO_PREDICTION`` / ``NO_REFERENCE`` / ``SKIPPED`` otherwise.
-        reason: why the value is undefined (None when ``state`` is ``OK``).
+    The terms are integer pair counts for the pairwise rates, sums of per-item fractions over an item count for
+    B-cubed, and ``index - expected`` over ``max - expected`` for the adjusted Rand index.
     """
-
-    numerator: float
-    denominator: float
-    value: float | None
-    state: State
-    reason: str | None = None
-
-    @classmethod
-    def of(cls, numerator: float | Fraction, denominator: float | Fraction, *, if_zero: State,
-           reason: str) -> Rate:
-        """``numerator / denominator``; a zero denominator gives ``value=None`` in state ``if_zero`` with ``reason``."""
-        if denominator == 0:
-            return cls(float(numerator), float(denominator), None, if_zero, reason)
-        return cls(float(numerator), float(denominator), float(Fraction(numerator) / Fraction(denominator)),
-                   State.OK)
+    return Rate.of(numerator, denominator, if_zero=if_zero, reason=reason, ok=State.OK, as_float=True)
 
 
 def _pairs(x: int) -> int:
@@ -165,7 +147,7 @@ def pairwise_precision(c: ClusterAgreement) -> Rate:
 
     Undefined (``None``, ``NO_PREDICTION``) when nothing was merged (``P = 0``).
     """
-    return Rate.of(c.true_pairs, c.predicted_pairs, if_zero=State.NO_PREDICTION, reason=_NO_PRED)
+    return rate_of(c.true_pairs, c.predicted_pairs, if_zero=State.NO_PREDICTION, reason=_NO_PRED)
 
 
 def pairwise_recall(c: ClusterAgreement) -> Rate:
@@ -173,7 +155,7 @@ def pairwise_recall(c: ClusterAgreement) -> Rate:
 
     Undefined (``None``, ``NO_REFERENCE``) when the gold labels hold no duplicate pair (``G = 0``).
     """
-    return Rate.of(c.true_pairs, c.gold_pairs, if_zero=State.NO_REFERENCE, reason=_NO_GOLD)
+    return rate_of(c.true_pairs, c.gold_pairs, if_zero=State.NO_REFERENCE, reason=_NO_GOLD)
 
 
 def pairwise_f1(c: ClusterAgreement) -> Rate:
@@ -182,7 +164,7 @@ def pairwise_f1(c: ClusterAgreement) -> Rate:
     With the count form it is defined whenever ``P + G > 0``: it is 0 when pairs exist on one side only. Undefined
     (``None``, ``NO_REFERENCE``) when there are neither predicted nor gold pairs.
     """
-    return Rate.of(2 * c.true_pairs, c.predicted_pairs + c.gold_pairs, if_zero=State.NO_REFERENCE,
+    return rate_of(2 * c.true_pairs, c.predicted_pairs + c.gold_pairs, if_zero=State.NO_REFERENCE,
                    reason="no predicted and no gold duplicate pairs: F1 = 0/0")
 
 
@@ -192,7 +174,7 @@ def false_merge_rate(c: ClusterAgreement) -> Rate:
     Equals ``1 - pairwise precision``. Range [0, 1], lower is better. Undefined (``None``, ``NO_PREDICTION``, never 0)
     when the detector merged nothing (``P = 0``): a detector that merges nothing has no false merges to rate.
     """
-    return Rate.of(c.false_merges, c.predicted_pairs, if_zero=State.NO_PREDICTION, reason=_NO_PRED)
+    return rate_of(c.false_merges, c.predicted_pairs, if_zero=State.NO_PREDICTION, reason=_NO_PRED)
 
 
 def missed_merge_rate(c: ClusterAgreement) -> Rate:
@@ -201,7 +183,7 @@ def missed_merge_rate(c: ClusterAgreement) -> Rate:
     Equals ``1 - pairwise recall``. Range [0, 1], lower is better. Undefined (``None``, ``NO_REFERENCE``) when the gold
     labels hold no duplicate pair (``G = 0``).
     """
-    return Rate.of(c.missed_merges, c.gold_pairs, if_zero=State.NO_REFERENCE, reason=_NO_GOLD)
+    return rate_of(c.missed_merges, c.gold_pairs, if_zero=State.NO_REFERENCE, reason=_NO_GOLD)
 
 
 def bcubed_precision(c: ClusterAgreement) -> Rate:
@@ -213,7 +195,7 @@ def bcubed_precision(c: ClusterAgreement) -> Rate:
     of extrinsic clustering evaluation metrics based on formal constraints", Information Retrieval 12(4):461-486.
     Numerator: the sum of per-item precisions; denominator: ``n``. Undefined (``NO_REFERENCE``) with no items.
     """
-    return Rate.of(c.bcubed_precision_sum, c.n_items, if_zero=State.NO_REFERENCE, reason="no items")
+    return rate_of(c.bcubed_precision_sum, c.n_items, if_zero=State.NO_REFERENCE, reason="no items")
 
 
 def bcubed_recall(c: ClusterAgreement) -> Rate:
@@ -221,7 +203,7 @@ def bcubed_recall(c: ClusterAgreement) -> Rate:
 
     Undefined (``NO_REFERENCE``) with no items.
     """
-    return Rate.of(c.bcubed_recall_sum, c.n_items, if_zero=State.NO_REFERENCE, reason="no items")
+    return rate_of(c.bcubed_recall_sum, c.n_items, if_zero=State.NO_REFERENCE, reason="no items")
 
 
 def adjusted_rand_index(c: ClusterAgreement) -> Rate:
@@ -236,10 +218,11 @@ def adjusted_rand_index(c: ClusterAgreement) -> Rate:
     """
     total = c.all_pairs
     if total == 0:
-        return Rate(0.0, 0.0, None, State.NO_REFERENCE, "fewer than 2 items: ARI is 0/0")
+        return Rate(value=None, numerator=0.0, denominator=0.0, state=State.NO_REFERENCE,
+                    reason="fewer than 2 items: ARI is 0/0")
     expected = Fraction(c.gold_pairs * c.predicted_pairs, total)
     maximum = Fraction(c.gold_pairs + c.predicted_pairs, 2)
-    return Rate.of(c.true_pairs - expected, maximum - expected, if_zero=State.NO_REFERENCE,
+    return rate_of(c.true_pairs - expected, maximum - expected, if_zero=State.NO_REFERENCE,
                    reason="both partitions are trivial (all singletons, or one cluster): ARI is 0/0 "
                           "(scikit-learn returns 1.0 by convention)")
 
@@ -349,8 +332,9 @@ def chained_pairs(predicted: Partition, similarity: Callable[[Hashable, Hashable
 def chained_pair_rate(c: ChainedPairs) -> Rate:
     """``chained / within-cluster pairs``; ``NO_PREDICTION`` when nothing merged, ``SKIPPED`` over budget."""
     if c.state is not State.OK or c.chained is None:
-        return Rate(0.0, float(c.within_cluster_pairs), None, c.state, c.reason)
-    return Rate.of(c.chained, c.within_cluster_pairs, if_zero=State.NO_PREDICTION, reason=_NO_PRED)
+        return Rate(value=None, numerator=0.0, denominator=float(c.within_cluster_pairs), state=c.state,
+                    reason=c.reason)
+    return rate_of(c.chained, c.within_cluster_pairs, if_zero=State.NO_PREDICTION, reason=_NO_PRED)
 
 
 @dataclass(frozen=True)

@@ -82,10 +82,10 @@ class LeakageCounts:
         return LeakageCounts(self.n_checked + other.n_checked, self.n_leaked + other.n_leaked)
 
     def rate(self) -> Rate:
-        """Leakage = n_leaked / n_checked in [0, 1]; ``None`` (state ``no_reference``) when nothing was checked."""
-        if self.n_checked == 0:
-            return Rate("leakage", None, 0, 0, "no_reference", "no gold PII value to search for")
-        return Rate("leakage", self.n_leaked / self.n_checked, self.n_leaked, self.n_checked)
+        """Leakage = n_leaked / n_checked in [0, 1]; ``None`` (state ``no_reference``) when nothing was checked (then
+        n_leaked = 0 too)."""
+        return Rate.of(self.n_leaked, self.n_checked, if_zero="no_reference", reason="no gold PII value to search for",
+                       name="leakage")
 
 
 @dataclass(frozen=True)
@@ -231,8 +231,9 @@ class NegativeDocCounts:
         fp = sum(self.false_positives.values()) if entity_type is None else self.false_positives.get(entity_type, 0)
         name = "fp_per_1k_tokens"
         if self.n_tokens == 0:
-            return Rate(name, None, fp, 0, "no_reference", "no tokens in the negative document(s)")
-        return Rate(name, 1000.0 * fp / self.n_tokens, fp, self.n_tokens)
+            return Rate(value=None, numerator=fp, denominator=0, state="no_reference",
+                        reason="no tokens in the negative document(s)", name=name)
+        return Rate(value=1000.0 * fp / self.n_tokens, numerator=fp, denominator=self.n_tokens, name=name)
 
 
 def negative_false_positives(text: str, predicted: Iterable[Any]) -> NegativeDocCounts:

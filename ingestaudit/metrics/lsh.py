@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ingestaudit.measurement import State
-from ingestaudit.metrics.dedup import Rate
+from ingestaudit.metrics.dedup import Rate, rate_of
 from ingestaudit.metrics.intervals import Interval, wilson
 
 
@@ -209,7 +209,7 @@ def candidate_rate_by_bucket(jaccards: Sequence[float], is_candidate: Sequence[b
         theo[k] += candidate_probability(j, b, r)
     out = []
     for k in range(n_buckets):
-        rate = Rate.of(cands[k], pairs[k], if_zero=State.NO_REFERENCE, reason="no pairs in this Jaccard bucket")
+        rate = rate_of(cands[k], pairs[k], if_zero=State.NO_REFERENCE, reason="no pairs in this Jaccard bucket")
         out.append(BucketRate(edges[k], edges[k + 1], pairs[k], cands[k], rate,
                               wilson(cands[k], pairs[k], confidence), theo[k] / pairs[k] if pairs[k] else None))
     return tuple(out)

@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from ingestaudit.metrics.rates import Rate  # re-exported: named rates (terms as given: int counts, float F-beta terms)
+
 POLICY_NAMES: tuple[str, ...] = ("exact", "overlap", "token")
 """Names of the matching policies, in documentation order."""
 
@@ -241,33 +243,6 @@ def _policy(policy: str | MatchPolicy, iou_threshold: float | None) -> MatchPoli
 
 
 @dataclass(frozen=True)
-class Rate:
-    """One rate with its counts, or ``None`` with the reason it is undefined (never NaN, never a fake 0).
-
-    Attributes:
-        name: ``"precision"``, ``"recall"``, ``"f1"``, ``"f2"``, ``"f<beta>"`` or another rate's name.
-        value: numerator / denominator in [0, 1] for span rates (other units are documented by the producer),
-            or ``None``.
-        numerator, denominator: the two terms of the ratio (``denominator == 0`` iff ``value is None``).
-        state: ``"ok"``, ``"no_prediction"`` (nothing predicted) or ``"no_reference"`` (nothing labelled).
-        reason: why the value is ``None``; ``None`` when ``state == "ok"``.
-    """
-
-    name: str
-    value: float | None
-    numerator: float
-    denominator: float
-    state: str = "ok"
-    reason: str | None = None
-
-
-def _ratio(name: str, num: float, den: float, state: str, reason: str) -> Rate:
-    if den == 0:
-        return Rate(name, None, num, den, state, reason)
-    return Rate(name, num / den, num, den)
-
-
-@dataclass(frozen=True)
 class SpanCounts:
     """Raw counts of one comparison (one type or all types; one document or a corpus).
 
@@ -344,7 +319,8 @@ def precision(c: SpanCounts) -> Rate:
     ``None`` with state ``no_prediction`` when tp + fp = 0 (nothing predicted). Example: one of two predictions
     matched gives 1/2.
     """
-    return _ratio("precision", c.tp, c.n_predicted, "no_prediction", f"no predicted {c.unit}s: precision undefined")
+    return Rate.of(c.tp, c.n_predicted, if_zero="no_prediction", reason=f"no predicted {c.unit}s: precision undefined",
+                   name="precision")
 
 
 def recall(c: SpanCounts) -> Rate:
@@ -353,7 +329,7 @@ def recall(c: SpanCounts) -> Rate:
     ``None`` with state ``no_reference`` when tp + fn = 0 (nothing labelled). Example: one of one gold span
     matched gives 1/1.
     """
-    return _ratio("recall", c.tp, c.n_gold, "no_reference", f"no gold {c.unit}s: recall undefined")
+    return Rate.of(c.tp, c.n_gold, if_zero="no_reference", reason=f"no gold {c.unit}s: recall undefined", name="recall")
 
 
 def f_beta(c: SpanCounts, beta: float) -> Rate:
@@ -374,7 +350,8 @@ def f_beta(c: SpanCounts, beta: float) -> Rate:
     name = f"f{beta:g}"
     num = (1.0 + b2) * c.tp
     den = num + b2 * c.fn + c.fp
-    return _ratio(name, num, den, "no_reference", f"no gold and no predicted {c.unit}s: {name} undefined")
+    return Rate.of(num, den, if_zero="no_reference", reason=f"no gold and no predicted {c.unit}s: {name} undefined",
+                   name=name)
 
 
 def f1(c: SpanCounts) -> Rate:

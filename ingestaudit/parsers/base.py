@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from ingestaudit.document import Document
 from ingestaudit.model import ParsedDocument
+from ingestaudit.plugins import PluginUnavailable
 
 
 class ParserError(Exception):
@@ -27,8 +28,9 @@ class UnsupportedFormat(ParserError):
     """The parser does not handle this file type at all; the runner records a ``skipped`` row, not an error."""
 
 
-class ParserUnavailable(Exception):
-    """The parser's library or binary is missing. The message says what to install."""
+class ParserUnavailable(PluginUnavailable):
+    """The parser's library or binary is missing. The message says what to install. (A `PluginUnavailable`, not a
+    `ParserError`: it is about the installation, not one document.)"""
 
 
 class Parser(ABC):

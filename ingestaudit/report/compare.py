@@ -97,5 +97,6 @@ def _render_rows(c: Comparison, regs: list[RowChange]) -> str:
     if not regs:
         return f"no regression in {len(c.changes)} compared rows (budget {c.budget:g})"
     lines = [f"{len(regs)} regression(s) in {len(c.changes)} compared rows:"]
-    lines += [f"  {r.key}: {r.base} -> {r.head}: {r.reason}" for r in regs]
+    worse_first = sorted(regs, key=lambda r: (not r.reason.startswith("worse"), r.reason.startswith("missing")))
+    lines += [f"  {r.key}: {r.base} -> {r.head}: {r.reason}" for r in worse_first]
     return "\n".join(lines)

@@ -6,7 +6,9 @@ from ingestaudit.report.schema import Report
 from ingestaudit.report.tables import class_tables, direction
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
-          "other states counted after n. ↓ lower is better, ↑ higher is better, →1 best at 1.")
+          "other states counted after n; 'corpus of N docs' = one value computed over the class. "
+          "↓ lower is better, ↑ higher is better, →1 best at 1.")
+TERMINAL_LEGEND = LEGEND.replace("[CI] and n", "n").replace("; 'corpus", " (intervals: report.md); 'corpus")
 
 
 def _header(report: Report) -> list[str]:
@@ -53,7 +55,8 @@ def _paired_markdown(report: Report) -> list[str]:
         return []
     out = ["## Paired tests between parsers", "",
            f"{len(report.paired_tests)} Wilcoxon signed-rank tests over documents measured by both parsers; "
-           f"{len(tests)} significant at alpha = 0.05 (not corrected for multiple comparisons):", ""]
+           f"{len(tests)} significant at alpha = 0.05 (not corrected for multiple comparisons)"
+           + (":" if tests else "."), ""]
     if tests:
         out += ["| class | metric | a | b | n | mean b−a | p |", "|---|---|---|---|---|---|---|"]
         out += [f"| {t.doc_class} | {t.metric}{f'[{t.label}]' if t.label else ''} | {t.parser_a} | {t.parser_b} "
@@ -85,7 +88,7 @@ def render_terminal(report: Report, console) -> None:
                           *(f"{escape(c.value)}\n[dim]{escape(c.extra.split('] ', 1)[-1])}[/dim]" if c.value else ""
                             for c in cells))
         console.print(table)
-    console.print(LEGEND, style="dim", highlight=False)
+    console.print(TERMINAL_LEGEND, style="dim", highlight=False, markup=False)
     if report.failures:
         console.print(f"{len(report.failures)} failure(s); see report.json 'failures' or report.md", style="yellow")
 

@@ -38,8 +38,11 @@ def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
         value = f"{fmt(row.micro, digits)} ({fmt(row.macro, digits)})"
     else:  # a corpus-level value (macro None) or a metric without counts (micro None)
         value = fmt(row.micro if row.micro is not None else row.macro, digits)
-    other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
     ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}] " if row.ci_low is not None else ""
+    if row.level == "corpus":  # one value over the class's documents, not an aggregate of per-document rows
+        state = next((s for s, n in row.states.items() if n), "ok")
+        return Cell(value, f"{ci}corpus of {row.n_docs} docs" + ("" if state == "ok" else f"; {state}"))
+    other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
     return Cell(value, f"{ci}n={row.n_docs}" + (f"; {other}" if other else ""))
 
 

@@ -19,8 +19,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Any, ClassVar
+
+from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, entry_points_of, plugin_class, plugin_names
 
 GROUP = "ingestaudit.language_detectors"
 """Entry-point group of user language detectors."""
@@ -33,11 +35,11 @@ class DetectorError(Exception):
     """Base error of the language detectors (the auditor turns it into ``error`` rows with the message)."""
 
 
-class UnknownDetector(DetectorError):
+class UnknownDetector(DetectorError, UnknownPlugin):
     """No detector of that name; the message lists the known ones."""
 
 
-class DetectorUnavailable(DetectorError):
+class DetectorUnavailable(DetectorError, PluginUnavailable):
     """The detector's library is not installed; the message names the package."""
 
 
@@ -246,40 +248,23 @@ class LinguaDetector(LanguageDetector):
 # --------------------------------------------------------------------------------------------------- registry
 
 def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    return entry_points_of(GROUP)
 
 
 def detector_names() -> list[str]:
     """Built-in and entry-point detector names, sorted."""
-    return sorted(set(BUILTIN) | set(_entry_points()))
+    return sorted(plugin_names(GROUP, BUILTIN, entry_points=_entry_points))
 
 
 def detector_class(name: str) -> type[LanguageDetector]:
     """The class of detector ``name`` (built-in, entry point, or ``"module:Class"``), imported on use.
 
     Raises:
-        UnknownDetector: nothing of that name.
+        UnknownDetector: nothing of that name, or a path naming no class.
         DetectorUnavailable: its module does not import (the message names the cause).
     """
-    from importlib import import_module
-
-    if name in BUILTIN or ":" in name:
-        target = BUILTIN.get(name, name)
-        module, _, attr = target.partition(":")
-        try:
-            return getattr(import_module(module), attr)
-        except ImportError as exc:
-            raise DetectorUnavailable(f"language detector {name!r} could not be imported ({exc})") from exc
-        except AttributeError as exc:
-            raise UnknownDetector(f"cannot load language detector {name!r}: {exc}") from exc
-    eps = _entry_points()
-    if name not in eps:
-        raise UnknownDetector(f"unknown language detector {name!r}; known: {', '.join(detector_names())}")
-    try:
-        return eps[name].load()
-    except ImportError as exc:
-        raise DetectorUnavailable(f"language detector {name!r} could not be imported ({exc}); install its "
-                                  "package") from exc
+    return plugin_class(GROUP, name, BUILTIN, what="language detector", entry_points=_entry_points,
+                        known=detector_names, unknown=UnknownDetector, unavailable=DetectorUnavailable)
 
 
 _BUILT: dict[tuple, LanguageDetector] = {}

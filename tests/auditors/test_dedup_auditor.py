@@ -162,8 +162,8 @@ def test_hand_example_rates_in_the_report(hand_report):
     assert (c["removed"], c["wrongly_removed"], c["gold_removable"]) == (3, 2, 3)
     assert all(r["n_docs"] == 6 for r in rows.values())
     md = hand_report["_md"]
-    assert "| dedup.false_merge_rate ↓ | 0.5000<br>n=6 |" in md
-    assert "| dedup.missed_merge_rate ↓ | 0.5000<br>n=6 |" in md
+    assert "| dedup.false_merge_rate ↓ | 0.5000<br>corpus of 6 docs |" in md
+    assert "| dedup.missed_merge_rate ↓ | 0.5000<br>corpus of 6 docs |" in md
 
 
 def test_hand_example_per_class(hand_report):

@@ -142,7 +142,8 @@ def test_check_types_without_checks_are_no_reference():
 
 
 def test_invalid_check_is_listed_not_counted():
-    r = run(None, "abc", [TextCheck(type="present", text="abc"), TextCheck(type="absent", text="xy", max_diffs=2)])
+    # model_construct: the truth schema rejects this check; the auditor must still defend against it
+    r = run(None, "abc", [TextCheck(type="present", text="abc"), TextCheck.model_construct(type="absent", text="xy", max_diffs=2)])
     all_ = r["extraction.checks_pass", ""]
     assert (all_.numerator, all_.denominator) == (1, 1)
     assert all_.detail["invalid_total"] == 1 and "would match anywhere" in all_.detail["invalid"][0]["message"]

@@ -140,7 +140,7 @@ def test_the_report_shows_the_best_setting_at_the_budget(report, imported):
     b = best["best"]
     assert b["false_merge_rate"]["value"] == lowest and b["missed_merge_rate"]["value"] <= 0.1
     line = f"| dedup.sweep_best[missed_merge<=0.1/num_perm={b['num_perm']},threshold={b['threshold']:g}] ↓ | " \
-           f"{lowest:.4f}<br>n="
+           f"{lowest:.4f}<br>corpus of "
     assert line in report["_md"]
 
     # independent re-run of the detector at the best setting, scored against the gold groups on disk

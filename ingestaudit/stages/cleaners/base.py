@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ingestaudit.model import Block, ParsedDocument
+from ingestaudit.plugins import PluginUnavailable
 
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 """Source files whose raw bytes an HTML cleaner reads."""
@@ -28,7 +29,7 @@ class CleanerError(Exception):
     """A cleaner failed on one input; the auditor turns it into ``error`` rows for that cleaner and goes on."""
 
 
-class CleanerUnavailable(CleanerError):
+class CleanerUnavailable(CleanerError, PluginUnavailable):
     """The cleaner's library is missing or does not import; the message says what to install."""
 
 

@@ -1,12 +1,13 @@
 """Cleaner discovery: ingestaudit's built-in cleaners by dotted path, and user cleaners through the entry-point group
-``ingestaudit.cleaners`` (lazy: a cleaner's module is imported only when that cleaner is asked for)."""
+``ingestaudit.cleaners`` (lazy: a cleaner's module is imported only when that cleaner is asked for). The loading
+itself is `ingestaudit.plugins`."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Any
 
+from ingestaudit.plugins import UnknownPlugin, entry_points_of, instantiate, plugin_class, plugin_names
 from ingestaudit.stages.cleaners.base import Cleaner, CleanerUnavailable
 
 GROUP = "ingestaudit.cleaners"
@@ -22,45 +23,30 @@ BUILTIN: dict[str, str] = {
 wins)."""
 
 
-class UnknownCleaner(ValueError):
-    """No cleaner is registered under that name; the message lists the known ones."""
+class UnknownCleaner(UnknownPlugin, ValueError):
+    """No cleaner is registered under that name (the message lists the known ones), a path does not load, or the
+    class is not a `Cleaner`."""
 
 
 def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    return entry_points_of(GROUP)
 
 
 def cleaner_names() -> list[str]:
     """Built-in cleaners (in `BUILTIN` order), then entry-point cleaners (sorted)."""
-    return list(BUILTIN) + sorted(n for n in _entry_points() if n not in BUILTIN)
+    return plugin_names(GROUP, BUILTIN, entry_points=_entry_points)
 
 
 def load_cleaner(name: str, options: dict[str, Any] | None = None) -> Cleaner:
     """Instantiate the cleaner ``name`` (built-in, entry point, or ``"module:Class"``) with keyword ``options``.
 
     Raises:
-        UnknownCleaner: nothing is registered under ``name``, or ``"module:Class"`` does not load.
+        UnknownCleaner: nothing is registered under ``name``, ``"module:Class"`` (or a built-in) does not load, or
+            the class is not a `Cleaner`.
         CleanerUnavailable: an entry point's module does not import (the message names it).
         ValueError: an option the cleaner does not take or rejects.
     """
-    if name in BUILTIN or ":" in name:
-        target = BUILTIN.get(name, name)
-        module, _, attr = target.partition(":")
-        try:
-            cls = getattr(import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise UnknownCleaner(f"cannot load cleaner {name!r}: {exc}") from exc
-    else:
-        eps = _entry_points()
-        if name not in eps:
-            raise UnknownCleaner(f"unknown cleaner {name!r}; known: {', '.join(cleaner_names())}")
-        try:
-            cls = eps[name].load()
-        except ImportError as exc:
-            raise CleanerUnavailable(f"cleaner {name!r} could not be imported ({exc}); install its package") from exc
-    if not (isinstance(cls, type) and issubclass(cls, Cleaner)):
-        raise UnknownCleaner(f"cleaner {name!r} is {cls!r}, not a subclass of ingestaudit's Cleaner")
-    try:
-        return cls(**(options or {}))
-    except TypeError as exc:
-        raise ValueError(f"cleaner {name!r}: bad option ({exc})") from exc
+    cls = plugin_class(GROUP, name, BUILTIN, what="cleaner", base=Cleaner, entry_points=_entry_points,
+                       known=cleaner_names, unknown=UnknownCleaner, unavailable=CleanerUnavailable,
+                       unimportable=UnknownCleaner)
+    return instantiate(cls, options, f"cleaner {name!r}")
