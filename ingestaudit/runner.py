@@ -257,6 +257,25 @@ def _load_truths(corpus: Corpus) -> tuple[dict[str, Truth], list[Failure]]:
     return truths, failures
 
 
+def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> None:
+    """A file type that no parser of the run reads is an error of that document (an unsupported file), not a skip:
+    its rows turn from ``skipped`` to ``error`` and a failure names the file type. A type that only some parsers
+    read stays ``skipped`` for the others (PyMuPDF on a PNG)."""
+    by_doc: dict[str, list[int]] = {}
+    for i, t in enumerate(tasks):
+        by_doc.setdefault(t.document.doc_id, []).append(i)
+    for idx in by_doc.values():
+        if not all(results[i].parse_state is State.SKIPPED and results[i].parsed is None for i in idx):
+            continue
+        for i in idx:
+            res, doc = results[i], tasks[i].document
+            msg = f"unsupported file type {doc.suffix or '(none)'}: no parser of this run reads {doc.path.name}"
+            res.measurements = [m.with_state(State.ERROR, msg) if m.state is State.SKIPPED else m
+                                for m in res.measurements]
+            res.failures = [*res.failures, ("parse", msg)]
+            res.parse_state, res.parse_reason = State.ERROR, msg
+
+
 def _unreported_errors(rows: list[MeasurementRow], failures: list[Failure]) -> list[Failure]:
     """A failure for every error row whose document, parser and stage no failure names yet (an auditor that
     returned error rows instead of raising, e.g. an unavailable cleaner), so every renderer shows the cause."""
@@ -332,6 +351,7 @@ def run(corpus: Corpus, parsers: list[ParserSpec], config: Config, *,
     tick = progress(len(tasks)) if progress else None
     results = _execute(tasks, config.run.workers, config.run.doc_timeout_s, tick)
 
+    _unsupported_everywhere(tasks, results)
     rows: list[MeasurementRow] = []
     for task, res in zip(tasks, results):
         rows += [_row(m) for m in res.measurements]

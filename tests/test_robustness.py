@@ -65,9 +65,11 @@ def test_broken_files_become_rows_and_the_run_goes_on(broken_corpus, tmp_path):
         assert cer[doc]["state"] == "error", doc
         assert cer[doc]["value"] is None
     assert "encrypt" in cer["pdf/encrypted"]["detail"]["reason"].lower()
-    assert cer["misc/unknown"]["state"] == "skipped"  # pymupdf does not read .xyz
+    assert cer["misc/unknown"]["state"] == "error"  # no parser of the run reads .xyz: an unsupported file
+    assert "unsupported file type .xyz" in cer["misc/unknown"]["detail"]["reason"]
     failed = {(f["doc_id"], f["stage"]) for f in report["failures"]}
-    assert {("pdf/zero", "parse"), ("pdf/corrupt", "parse"), ("pdf/encrypted", "parse")} <= failed
+    assert {("pdf/zero", "parse"), ("pdf/corrupt", "parse"), ("pdf/encrypted", "parse"),
+            ("misc/unknown", "parse")} <= failed
 
 
 def test_strict_exits_3_when_a_document_failed(broken_corpus, tmp_path):
