@@ -80,7 +80,6 @@ def run(
                                          help="Exit 3 when any document failed.")] = False,
 ) -> None:
     """Audit CORPUS with one or more parsers; write OUT/report.json and OUT/report.md."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ingestaudit.auditors.registry import UnknownStage
@@ -265,8 +264,6 @@ def report(
     md: Annotated[Optional[Path], typer.Option(help="Write a Markdown view here.")] = None,
 ) -> None:
     """Re-render a report.json in the terminal, and optionally as HTML and Markdown."""
-    from rich.console import Console
-
     from ingestaudit.io import write_atomic
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
     from ingestaudit.report.schema import ReportError, read_report
@@ -288,8 +285,6 @@ def compare(
     head: Annotated[Path, typer.Argument(help="New report.json.")],
 ) -> None:
     """Compare two reports metric by metric; exit 1 when a metric regressed beyond its budget."""
-    from rich.console import Console
-
     from ingestaudit.report.compare import compare_reports, render_comparison
     from ingestaudit.report.schema import ReportError, read_report
 

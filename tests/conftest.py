@@ -17,3 +17,16 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real labelled data not found at {SHARED_DATA} (set INGESTAUDIT_SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def shared_dataset(shared_data: Path):
+    """``shared_dataset(name)``: the folder ``../shared/data/<name>``; skips the test when it is absent."""
+
+    def get(name: str) -> Path:
+        path = shared_data / name
+        if not path.is_dir():
+            pytest.skip(f"{path} not found")
+        return path
+
+    return get

@@ -5,7 +5,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app

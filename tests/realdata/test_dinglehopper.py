@@ -80,11 +80,8 @@ def pua(text: str) -> int:
 # --- fixtures ------------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / "dinglehopper"
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset("dinglehopper")
 
 
 @pytest.fixture(scope="module")

@@ -48,11 +48,8 @@ def pymupdf_text(pdf: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / "docling-pdf"
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset("docling-pdf")
 
 
 @pytest.fixture(scope="module")

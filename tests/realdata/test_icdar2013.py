@@ -87,11 +87,8 @@ def independent_teds(true_html: str, pred_html: str) -> float:
 # --- fixtures --------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / US
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset(US)
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,8 @@ LIMIT = 30
 
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / "lingua-testdata"
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset("lingua-testdata")
 
 
 def source_lines(src: Path, code: str) -> list[str]:

@@ -105,11 +105,8 @@ def raw_tests(src: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / SRC_NAME
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset(SRC_NAME)
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,8 @@ from ingestaudit.truth import TruthFile
 
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / "pubtabnet"
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset("pubtabnet")
 
 
 @pytest.fixture(scope="module")

@@ -40,11 +40,8 @@ def segment_values(output: str, item: dict) -> tuple[int, int, int, int]:
 
 
 @pytest.fixture(scope="module")
-def src(shared_data: Path) -> Path:
-    path = shared_data / "trafilatura-eval"
-    if not path.is_dir():
-        pytest.skip(f"{path} not found")
-    return path
+def src(shared_dataset) -> Path:
+    return shared_dataset("trafilatura-eval")
 
 
 @pytest.fixture(scope="module")
