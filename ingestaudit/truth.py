@@ -254,9 +254,10 @@ def read_truth_file(path: Path, rel: str) -> TruthFile:
 
 
 def _read_text(path: Path, rel: str) -> str:
-    """The file's text exactly as written: no newline translation, so span offsets counted on the file hold."""
+    """The file's text exactly as written: no newline translation, so span offsets counted on the file hold; a
+    leading byte-order mark is not text (labelling tools do not count it) and is dropped."""
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
             return fh.read()
     except UnicodeDecodeError as exc:
         raise TruthError([Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]) from None

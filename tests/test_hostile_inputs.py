@@ -177,3 +177,27 @@ def test_bad_auditor_option_value_is_a_usage_error_and_validate_sees_it(tmp_path
     assert r.exit_code == 2 and "[auditor_options.extraction]" in r.output and "nope" in r.output
     v = run("validate", str(c))
     assert v.exit_code == 2 and "nope" in v.stdout
+
+
+def test_byte_order_mark_is_not_part_of_the_reference_text(tmp_path):
+    from ingestaudit.corpus import discover
+    from ingestaudit.truth import load_truth
+
+    c = corpus(tmp_path / "c", {"a/s.txt": "x"})
+    (c / "truth/a").mkdir(parents=True)
+    (c / "truth/a/s.txt").write_bytes(b"\xef\xbb\xbfAna Lima")
+    (c / "truth/a/s.json").write_text(json.dumps({"pii": [{"start": 0, "end": 8, "type": "PERSON"}]}))
+    found = discover(c)
+    truth = load_truth(found.documents[0], found.root)
+    assert truth.text[truth.pii[0].start:truth.pii[0].end] == "Ana Lima"
+
+
+def test_deeply_nested_precomputed_output_names_the_file(tmp_path):
+    c = corpus(tmp_path / "c", {"a/x.txt": "hello"}, {"a/x.txt": "hello"})
+    out = tmp_path / "outputs/pipe/a"
+    out.mkdir(parents=True)
+    (out / "x.json").write_text("[" * 100_000 + "]" * 100_000)
+    r = run("run", str(c), "--outputs", str(tmp_path / "outputs"), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 0, r.output
+    failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
+    assert any("x.json: JSON nested too deeply" in f["message"] for f in failures)

@@ -148,6 +148,8 @@ def read_output_json(path: Path) -> OutputFile:
         raise ParserError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ParserError(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise ParserError(f"{path}: JSON nested too deeply to read") from None
     except OSError as exc:
         raise ParserError(f"{path}: unreadable ({exc.strerror or exc})") from None
     if not isinstance(raw, dict):
