@@ -73,13 +73,12 @@ class TaskResult:
 
     measurements: list[Measurement]
     failures: list[tuple[str, str]]
-    elapsed_s: float = 0.0
     parsed: ParsedDocument | None = None
     parse_state: State = State.OK
     parse_reason: str = ""
 
 
-_PARSERS: dict[ParserSpec | str, Parser] = {}
+_PARSERS: dict[str, Parser] = {}  # per worker process, keyed by repr(ParserSpec)
 _AUDITORS: dict[tuple[str, str], Auditor] = {}
 
 
@@ -111,8 +110,6 @@ def run_task(task: Task) -> TaskResult:
     rows, a missing output ``no_prediction`` rows; an auditor that raises gives ``error`` rows for its stage only.
     When corpus-level stages are selected, the parsed document (or why there is none) is returned for them.
     """
-    import time
-
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
     corpus_level = any(isinstance(a, CorpusAuditor) for a in auditors)
     per_doc = [a for a in auditors if not isinstance(a, CorpusAuditor)]
@@ -126,7 +123,6 @@ def run_task(task: Task) -> TaskResult:
         return TaskResult(rows + _rows_in_state(task, applicable, state, msg), fails, parse_state=state,
                           parse_reason=msg)
 
-    t0 = time.perf_counter()
     try:
         parsed = replace(_parser(task.parser).parse(task.document), source_path=str(task.document.path))
     except UnsupportedFormat as exc:
@@ -140,7 +136,6 @@ def run_task(task: Task) -> TaskResult:
             raise
         msg = f"{type(exc).__name__}: {exc}"
         return without_output(State.ERROR, msg, [("parse", msg)])
-    elapsed = time.perf_counter() - t0
     failures: list[tuple[str, str]] = []
     for a in applicable:
         try:
@@ -153,7 +148,7 @@ def run_task(task: Task) -> TaskResult:
             msg = f"{type(exc).__name__}: {exc}"
             rows += _rows_in_state(task, [a], State.ERROR, msg)
             failures.append((a.stage, msg))
-    return TaskResult(rows, failures, elapsed, parsed=parsed if corpus_level else None)
+    return TaskResult(rows, failures, parsed=parsed if corpus_level else None)
 
 
 _IN_WORKER = False

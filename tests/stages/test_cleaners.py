@@ -184,16 +184,7 @@ def test_unstructured_supports_only_unstructured_categories():
 URLLIB3_PROBE = pytest.mark.filterwarnings("ignore:A test tried to use socket.socket")
 
 
-PAGE = """<html><head><title>T</title></head><body>
-<nav><ul><li><a href="/">Home</a></li><li><a href="/about">About us</a></li></ul></nav>
-<article><h1>How to grow tomatoes on a balcony</h1>
-<p>Tomatoes need at least six hours of direct sun every day, so a south-facing balcony is the best place for them
-in most climates.</p>
-<p>Water them deeply twice a week rather than a little every day; shallow watering keeps the roots near the surface
-and weakens the plant.</p>
-</article>
-<footer><p>Copyright 2024 Balcony Gardens. All rights reserved.</p><p>Impressum | Datenschutz</p></footer>
-</body></html>"""
+PAGE = (Path(__file__).resolve().parent.parent / "data" / "balcony_page.html").read_text(encoding="utf-8")
 
 
 @URLLIB3_PROBE
