@@ -133,7 +133,8 @@ def child_runner(cfg: dict) -> dict:
     from ingestaudit.config import load_config
     from ingestaudit.corpus import discover
     from ingestaudit.importers import get_importer
-    from ingestaudit.runner import ParserSpec, run
+    from ingestaudit.pipeline import make_pipeline
+    from ingestaudit.runner import run
 
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus"
@@ -153,7 +154,7 @@ def child_runner(cfg: dict) -> dict:
 
         t0 = time.perf_counter()
         found = discover(corpus)
-        report = run(found, [ParserSpec("reference")], config, progress=progress)
+        report = run(found, [make_pipeline("reference", {"parser": "reference"})], config, progress=progress)
         total = time.perf_counter() - t0
         acc = [s.micro for s in report.summary if s.metric == "language.accuracy" and s.doc_class == "__all__"][0]
     pool = marks["last_task"] - t0

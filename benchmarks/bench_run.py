@@ -59,13 +59,14 @@ def throughput(workers: int, parsers: list[str]) -> dict:
     """Whole-run documents (x parsers) per second on the demo corpus through the runner."""
     from ingestaudit.config import Config
     from ingestaudit.corpus import discover
-    from ingestaudit.runner import ParserSpec, run
+    from ingestaudit.pipeline import make_pipeline
+    from ingestaudit.runner import run
 
     found = discover(DEMO)
     cfg = Config()
     cfg.run.workers = workers
     t0 = time.perf_counter()
-    run(found, [ParserSpec(p) for p in parsers], cfg)
+    run(found, [make_pipeline(p, {"parser": p}) for p in parsers], cfg)
     elapsed = time.perf_counter() - t0
     n = len(found.documents) * len(parsers)
     return {"workers": workers, "parsers": parsers, "tasks": n, "seconds": elapsed, "tasks_per_s": n / elapsed}

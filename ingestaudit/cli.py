@@ -62,9 +62,15 @@ def _fail(message: str, hint: str = "") -> None:
 def run(
     corpus: Annotated[Path, typer.Argument(help="Corpus folder (docs/, truth/, optional ingestaudit.toml).")],
     parser: Annotated[Optional[list[str]], typer.Option("--parser", "-p", envvar="INGESTAUDIT_PARSER",
-                                                        help="Parser to audit; repeat for a bake-off.")] = None,
+                                                        help="A pipeline with this parser and default stages; "
+                                                             "repeat for a bake-off.")] = None,
+    pipeline: Annotated[Optional[list[str]], typer.Option("--pipeline", envvar="INGESTAUDIT_PIPELINE",
+                                                          help="A [pipelines.NAME] of the config; repeatable.")] = None,
+    sweep: Annotated[Optional[list[str]], typer.Option("--sweep", envvar="INGESTAUDIT_SWEEP",
+                                                       help="STAGE.OPTION=V1,V2,...: one pipeline variant per value "
+                                                            "(e.g. chunker.size=256,512).")] = None,
     outputs: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_OUTPUTS",
-                                                    help="Precomputed outputs: DIR/<parser>/<doc id>.<ext>.")] = None,
+                                                    help="Precomputed outputs: DIR/<pipeline>/<doc id>.<ext>.")] = None,
     stage: Annotated[Optional[list[str]], typer.Option("--stage", envvar="INGESTAUDIT_STAGE",
                                                        help="Stage to audit (default: every stage with truth).")] = None,
     out: Annotated[Path, typer.Option(envvar="INGESTAUDIT_OUT", help="Output folder.")] = Path("ingestaudit-report"),
@@ -79,7 +85,7 @@ def run(
     strict: Annotated[bool, typer.Option(envvar="INGESTAUDIT_STRICT",
                                          help="Exit 3 when any document failed.")] = False,
 ) -> None:
-    """Audit CORPUS with one or more parsers; write OUT/report.json and OUT/report.md."""
+    """Audit CORPUS with one or more pipelines; write OUT/report.json and OUT/report.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ingestaudit.auditors.registry import UnknownStage
@@ -89,7 +95,8 @@ def run(
     from ingestaudit.parsers.base import ParserUnavailable
     from ingestaudit.parsers.registry import PRECOMPUTED, UnknownParser
     from ingestaudit.report.render import render_markdown, render_terminal
-    from ingestaudit.runner import ParserSpec, run as run_audit
+    from ingestaudit.pipeline import PipelineError, Sweep, resolve
+    from ingestaudit.runner import parser_spec, run as run_audit
 
     try:
         found = discover(corpus)
@@ -103,9 +110,17 @@ def run(
         cfg.run.seed = seed
     if stage:
         cfg.run.stages = list(stage)
-    names = list(parser) if parser else ([] if outputs else list(cfg.run.parsers))
+    names = list(parser or [])
     if len(set(names)) != len(names):
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
+    if outputs is not None and not outputs.is_dir():
+        _fail(f"--outputs {outputs}: no such folder")
+    try:
+        sweeps = [Sweep.parse(s) for s in (sweep or [])]
+        pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,
+                        sweeps=sweeps, default_parsers=list(cfg.run.parsers))
+    except PipelineError as exc:
+        _fail(str(exc), "see 'ingestaudit run --help'")
     out_dir = out.resolve()
     if out_dir.exists() and not out_dir.is_dir():
         _fail(f"--out {out}: exists and is not a folder")
@@ -120,28 +135,13 @@ def run(
             base_report = read_report(baseline)  # read before the audit: a bad baseline costs nothing
         except ReportError as exc:
             _fail(str(exc))
-    specs = []
-    for name in names:
-        if name == PRECOMPUTED:
-            continue  # stands for every folder of --outputs
-        specs.append(ParserSpec(name, cfg.parser_options.get(name, {})))
-    if outputs is not None:
-        if not outputs.is_dir():
-            _fail(f"--outputs {outputs}: no such folder")
-        for sub in sorted(p for p in outputs.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            if sub.name in names and sub.name != PRECOMPUTED:
-                _fail(f"--outputs {outputs}: folder {sub.name!r} has the name of a parser asked for with --parser",
-                      "rename the folder or drop that --parser")
-            specs.append(ParserSpec(sub.name, precomputed_root=outputs.resolve()))
-    if not specs:
-        _fail("no parser to audit", "pass --parser NAME (see 'ingestaudit parsers') or --outputs DIR")
-    cfg.run.parsers = [s.name for s in specs]  # the report echoes what actually ran
+    cfg.run.parsers = [p.stage("parser").use for p in pipes if p.precomputed_root is None]
     try:
-        for s in specs:
-            if s.precomputed_root is None:
-                ok, why = s.build().available()
+        for p in pipes:
+            if p.precomputed_root is None:
+                ok, why = parser_spec(p, cfg.parser_options).build().available()
                 if not ok:
-                    _fail(f"parser {s.name!r} is unavailable: {why}")
+                    _fail(f"pipeline {p.name!r}: parser {p.stage('parser').use!r} is unavailable: {why}")
     except (UnknownParser, ParserUnavailable, ValueError) as exc:
         _fail(str(exc), "see 'ingestaudit parsers'")
     if not found.documents:
@@ -157,11 +157,15 @@ def run(
             return lambda: bar.advance(task)
 
         try:
-            report = run_audit(found, specs, cfg, progress=progress)
+            report = run_audit(found, pipes, cfg, progress=progress)
         except (UnknownStage, ValueError) as exc:
             _fail(str(exc))
     write_atomic(out / "report.json", report.to_json())
     write_atomic(out / "report.md", render_markdown(report))
+    if report.timings:
+        import json as _json
+
+        write_atomic(out / "timings.json", _json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
     render_terminal(report, _stdout())
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}", highlight=False, markup=False)
     code = EXIT_OK

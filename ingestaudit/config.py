@@ -7,7 +7,12 @@ Example::
     stages = []                             # default: every auditor whose truth or input is present
     seed = 0
     workers = 1
-    doc_timeout_s = 300                     # per document x parser; a hang becomes an error row
+    doc_timeout_s = 300                     # per document x pipeline; a hang becomes an error row
+    min_span_coverage = 0.5                 # share of an evidence span one chunk must hold (printed in the report)
+
+    [pipelines.small-chunks]                # a named pipeline; stages left out take their defaults
+    parser = "pymupdf"
+    chunker = { use = "recursive", size = 500, overlap = 50 }
 
     [parser_options.pymupdf]
     sort = false
@@ -47,6 +52,8 @@ class RunConfig(_Strict):
     seed: StrictInt = 0
     workers: StrictInt = Field(default=1, ge=1)
     doc_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    min_span_coverage: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)  # a chunk holds a span
+    cache_dir: str | None = None  # embedding cache (default: $INGESTAUDIT_CACHE or ~/.cache/ingestaudit/embeddings)
 
 
 class ReportConfig(_Strict):
@@ -60,6 +67,7 @@ class Config(_Strict):
     """The whole configuration; echoed into ``report.json["config"]``."""
 
     run: RunConfig = RunConfig()
+    pipelines: dict[str, dict[str, Any]] = {}  # [pipelines.<name>]: stage -> implementation or {use=..., options}
     parser_options: dict[str, dict[str, Any]] = {}
     auditor_options: dict[str, dict[str, Any]] = {}
     report: ReportConfig = ReportConfig()

@@ -16,6 +16,7 @@ from ingestaudit.truth import Problem
 TRUTH_TEXT = ".txt"
 TRUTH_JSON = ".json"
 TRUTH_EXTRA = (".page.xml", ".alto.xml", ".tables.html")  # PAGE XML / ALTO reference text, table HTML
+QUESTIONS = "questions.jsonl"  # labelled questions at the corpus root (DESIGN.md, "Questions")
 
 
 class CorpusError(Exception):
@@ -30,13 +31,15 @@ class Corpus:
         root: the corpus folder.
         documents: every document, sorted by id.
         problems: layout problems (orphan truth files, ambiguous ids...), each naming its file.
-        files: every document and truth file (sorted), the input of `fingerprint`.
+        files: every document and truth file (sorted), and ``questions.jsonl``: the input of `fingerprint`.
+        questions: the corpus's ``questions.jsonl``, or None when it has none.
     """
 
     root: Path
     documents: tuple[Document, ...]
     problems: tuple[Problem, ...] = ()
     files: tuple[Path, ...] = field(default=(), repr=False)
+    questions: Path | None = None
 
     def classes(self) -> dict[str, int]:
         """Document count per folder class, sorted by class name."""
@@ -151,5 +154,6 @@ def discover(root: Path | str) -> Corpus:
             doc_id=doc_id, doc_class=doc_id.split("/", 1)[0], path=path,
             truth_txt=t.get(TRUTH_TEXT), truth_json=t.get(TRUTH_JSON),
             truth_extra=tuple(t[k] for k in TRUTH_EXTRA if k in t), corpus_root=root))
-    files = tuple(sorted([*by_id.values(), *truth_files]))
-    return Corpus(root, tuple(documents), tuple(problems), files)
+    questions = root / QUESTIONS if (root / QUESTIONS).is_file() else None
+    files = tuple(sorted([*by_id.values(), *truth_files, *([questions] if questions else [])]))
+    return Corpus(root, tuple(documents), tuple(problems), files, questions)

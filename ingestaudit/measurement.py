@@ -71,11 +71,12 @@ class Score:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One row of ``report.json["measurements"]``: a `Score` placed at document x parser."""
+    """One row of ``report.json["measurements"]``: a `Score` placed at item x pipeline (an item is a document or,
+    with ``item_kind="question"``, a labelled question)."""
 
-    doc_id: str
+    item: str
     doc_class: str
-    parser: str
+    pipeline: str
     stage: str
     metric: str
     label: str
@@ -84,12 +85,14 @@ class Measurement:
     denominator: float | None
     state: State
     detail: dict[str, Any]
+    item_kind: str = "document"
 
     @classmethod
-    def of(cls, score: Score, *, doc_id: str, doc_class: str, parser: str) -> "Measurement":
-        """Place ``score`` at ``doc_id`` (class ``doc_class``) for ``parser``; the stage is the metric's prefix."""
-        return cls(doc_id, doc_class, parser, score.metric.split(".", 1)[0], score.metric, score.label,
-                   score.value, score.numerator, score.denominator, score.state, score.detail)
+    def of(cls, score: Score, *, item: str, doc_class: str, pipeline: str,
+           item_kind: str = "document") -> "Measurement":
+        """Place ``score`` at ``item`` (class ``doc_class``) for ``pipeline``; the stage is the metric's prefix."""
+        return cls(item, doc_class, pipeline, score.metric.split(".", 1)[0], score.metric, score.label,
+                   score.value, score.numerator, score.denominator, score.state, score.detail, item_kind)
 
     def with_state(self, state: State, reason: str) -> "Measurement":
         """A copy without value, in ``state``, with ``reason`` in the detail."""

@@ -64,3 +64,25 @@ class ParsedDocument:
     warnings: tuple[str, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
     source_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk a chunker emitted, with its source pointer (DESIGN.md, "Pipelines and the stage chain").
+
+    Attributes:
+        text: the chunk's text as the chunker emitted it (what gets embedded).
+        start, end: the pointer: code-point offsets ``[start, end)`` into the cleaned text the chunker read, or None
+            when the chunker gave none (a ``missing`` pointer for the attribution audit).
+        page: 1-based page holding ``start`` as the chunker claims it, or None.
+        section: the heading path at ``start`` (outermost first) as the chunker claims it, or None when not given.
+        metadata: key/value pairs the chunker or the document's truth ``metadata`` attach (retrieval filters test
+            them).
+    """
+
+    text: str
+    start: int | None = None
+    end: int | None = None
+    page: int | None = None
+    section: tuple[str, ...] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)

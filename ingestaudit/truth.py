@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from ingestaudit.document import Document
 
@@ -35,10 +36,31 @@ class Span(_Strict):
 
 
 class Heading(_Strict):
-    """A heading in document order; ``level`` 1 is the top level."""
+    """A heading in document order; ``level`` 1 is the top level (1..9), ``text`` non-blank."""
 
     level: int = Field(ge=1, le=9)
     text: str = Field(min_length=1)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("heading text is blank")
+        return v
+
+
+def _list_items(v: list[str]) -> list[str]:
+    """A labelled list: at least one item, every item non-blank (the item texts in order)."""
+    if not v:
+        raise ValueError("a list needs at least one item")
+    for k, item in enumerate(v):
+        if not item.strip():
+            raise ValueError(f"item {k} is blank")
+    return v
+
+
+ListLabel = Annotated[list[str], AfterValidator(_list_items)]
+"""One labelled list (truth ``lists``): its item texts in reading order; a nested list is a list of its own."""
 
 
 class TextCheck(_Strict):
@@ -111,19 +133,25 @@ def normalize_language(tag: str) -> str:
 
 
 class TruthFile(_Strict):
-    """The JSON truth file ``truth/<class>/<name>.json``; every key optional."""
+    """The JSON truth file ``truth/<class>/<name>.json``; every key optional.
+
+    ``headings``: ``[{"level": int 1..9, "text": non-blank str}, ...]`` in document order. ``lists``: labelled lists,
+    ``[["first item", "second item"], ...]``, each list its item texts in reading order (a nested list is listed
+    as a list of its own); read by ``layout.list_integrity``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     text: str | None = None
     tables: list[str] = []
     headings: list[Heading] = []
+    lists: list[ListLabel] = []  # labelled lists, each its item texts in order (layout.list_integrity)
     checks: list[Check] = []
     boilerplate: Boilerplate | None = None
     pii: list[Span] = []
     language: str | None = None
     dup_group: str | None = None
     sections: list[dict[str, Any]] = []
+    metadata: dict[str, str | int | float | bool] = {}  # key/value pairs a retrieval filter may test
     class_: str | None = Field(default=None, alias="class")
 
     @field_validator("class_")
@@ -170,12 +198,14 @@ class Truth:
     text: str | None = None
     tables: tuple[str, ...] = ()
     headings: tuple[Heading, ...] = ()
+    lists: tuple[tuple[str, ...], ...] = ()
     checks: tuple[TextCheck | OrderCheck, ...] = ()
     boilerplate: Boilerplate | None = None
     pii: tuple[Span, ...] = ()
     language: str | None = None
     dup_group: str | None = None
     sections: tuple[dict[str, Any], ...] = ()
+    metadata: dict[str, Any] | None = None  # the truth JSON's ``metadata`` (filters of questions test it)
     doc_class: str | None = None
     pii_labelled: bool = False  # the truth JSON has a "pii" key: "pii": [] declares a document without PII
 
@@ -318,9 +348,11 @@ def load_truth(document: Document, root: Path) -> Truth:
                                 "pii spans need a reference text (.txt or 'text')"))
     if problems:
         raise TruthError(problems)
-    return Truth(text=text, tables=tuple(tables), headings=tuple(tf.headings), checks=tuple(tf.checks),
+    return Truth(text=text, tables=tuple(tables), headings=tuple(tf.headings),
+                 lists=tuple(tuple(items) for items in tf.lists), checks=tuple(tf.checks),
                  boilerplate=tf.boilerplate, pii=tuple(tf.pii), language=tf.language, dup_group=tf.dup_group,
-                 sections=tuple(tf.sections), doc_class=tf.class_, pii_labelled="pii" in tf.model_fields_set)
+                 sections=tuple(tf.sections), metadata=dict(tf.metadata) if tf.metadata else None,
+                 doc_class=tf.class_, pii_labelled="pii" in tf.model_fields_set)
 
 
 def _span_problems(rel: str, name: str, spans: list[Span] | tuple[Span, ...], text: str) -> list[Problem]:

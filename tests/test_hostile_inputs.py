@@ -82,7 +82,7 @@ def test_layout_problems_reach_the_report_failures(tmp_path):
     r = run("run", str(c), "-p", "reference", "--out", str(tmp_path / "o"))
     assert r.exit_code == 0, r.output
     failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
-    corpus_failures = {f["doc_id"]: f["message"] for f in failures if f["stage"] == "corpus"}
+    corpus_failures = {f["item"]: f["message"] for f in failures if f["stage"] == "corpus"}
     assert "same document id" in corpus_failures["docs/a/d.txt"]
     assert corpus_failures["docs/a/dangling.pdf"] == "broken symbolic link"
 

@@ -5,9 +5,9 @@ from ingestaudit.report.schema import MeasurementRow
 
 
 def row(doc, parser, value, state="ok"):
-    return MeasurementRow(doc_id=doc, doc_class="c", parser=parser, stage="extraction", metric="extraction.cer",
-                          label="", value=value if state == "ok" else None, numerator=None, denominator=None,
-                          state=state, detail={})
+    return MeasurementRow(item=doc, item_kind="document", doc_class="c", pipeline=parser, stage="extraction",
+                          metric="extraction.cer", label="", value=value if state == "ok" else None,
+                          numerator=None, denominator=None, state=state, detail={})
 
 
 def test_wilcoxon_on_paired_documents_by_hand():

@@ -59,7 +59,7 @@ def test_broken_files_become_rows_and_the_run_goes_on(broken_corpus, tmp_path):
     result = CliRunner().invoke(app, ["run", str(broken_corpus), "--parser", "pymupdf", "--out", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text())
-    cer = {m["doc_id"]: m for m in report["measurements"] if m["metric"] == "extraction.cer"}
+    cer = {m["item"]: m for m in report["measurements"] if m["metric"] == "extraction.cer"}
     assert cer["pdf/good"]["state"] == "ok" and cer["pdf/good"]["value"] == 0.0
     for doc in ("pdf/zero", "pdf/corrupt", "pdf/encrypted"):
         assert cer[doc]["state"] == "error", doc
@@ -67,7 +67,7 @@ def test_broken_files_become_rows_and_the_run_goes_on(broken_corpus, tmp_path):
     assert "encrypt" in cer["pdf/encrypted"]["detail"]["reason"].lower()
     assert cer["misc/unknown"]["state"] == "error"  # no parser of the run reads .xyz: an unsupported file
     assert "unsupported file type .xyz" in cer["misc/unknown"]["detail"]["reason"]
-    failed = {(f["doc_id"], f["stage"]) for f in report["failures"]}
+    failed = {(f["item"], f["stage"]) for f in report["failures"]}
     assert {("pdf/zero", "parse"), ("pdf/corrupt", "parse"), ("pdf/encrypted", "parse"),
             ("misc/unknown", "parse")} <= failed
 
@@ -91,7 +91,7 @@ def test_a_hang_becomes_an_error_row_within_the_budget(tmp_path):
     assert result.exit_code == 0, result.output
     assert time.monotonic() - t0 < 40
     report = json.loads((tmp_path / "o" / "report.json").read_text())
-    cer = {m["doc_id"]: m for m in report["measurements"] if m["metric"] == "extraction.cer"}
+    cer = {m["item"]: m for m in report["measurements"] if m["metric"] == "extraction.cer"}
     assert cer["t/fine"]["state"] == "ok"
     assert cer["t/hang"]["state"] == "error"
     assert "time budget of 2 s" in cer["t/hang"]["detail"]["reason"]

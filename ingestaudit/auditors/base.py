@@ -82,3 +82,75 @@ class CorpusAuditor(Auditor):
     @abstractmethod
     def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
         """Audit one parser's output over the whole corpus. Must not raise for bad stage output."""
+
+
+class ChainAuditor(Auditor):
+    """A per-document auditor of the stages after parsing (cleaner -> chunker -> embedder), run in the worker on the
+    chain's output (`ingestaudit.chain.ChainOutput`). It applies to every document; metrics that need labels give
+    ``no_reference`` rows themselves."""
+
+    def applies(self, truth: Truth) -> bool:
+        return True
+
+    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
+        raise NotImplementedError("chain auditors implement audit_chain")
+
+    @abstractmethod
+    def audit_chain(self, truth: Truth, parsed: ParsedDocument, chain: Any, evidence: tuple) -> list[Score]:
+        """Scores for one document x pipeline from its `ChainOutput` and the questions' evidence items in it."""
+
+
+@dataclass
+class PipelineContext:
+    """What a pipeline-level auditor (retrieval, index) receives: one pipeline's compact per-document artefacts.
+
+    Attributes:
+        pipeline: the `ingestaudit.pipeline.Pipeline`.
+        docs: one `ingestaudit.chain.DocChunks` per document (state says why a document has no chunks).
+        questions: the valid labelled questions (`ingestaudit.questions.Question`), file order.
+        question_classes: question id -> stratum.
+        embed_questions: callable mapping a list of texts to L2-normalised float32 vectors with this pipeline's
+            embedder (None when the pipeline has no embedder).
+        min_span_coverage: the run's chunk-holds-span threshold.
+        seed: the run's seed.
+    """
+
+    pipeline: Any
+    docs: list[Any]
+    questions: list[Any]
+    question_classes: dict[str, str]
+    embed_questions: Any
+    min_span_coverage: float
+    seed: int
+
+
+@dataclass
+class PipelineResult:
+    """What a pipeline-level auditor returns.
+
+    Attributes:
+        item_scores: ``(item, item_kind, class, Score)`` rows (questions, or documents).
+        corpus_scores: ``(class or "__all__", Score, n_items)`` corpus-level values.
+        details: JSON-serialisable tables (waterfalls, sweeps, curves), keyed by name; deterministic.
+        timings: wall-clock numbers (latency, build time), kept out of the byte-identical report.
+    """
+
+    item_scores: list[tuple[str, str, str, Score]] = field(default_factory=list)
+    corpus_scores: list[tuple[str, Score, int]] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
+
+
+class PipelineAuditor(Auditor):
+    """An auditor over one pipeline's chunks and vectors, in the main process (retrieval on labelled questions, the
+    ANN index audit)."""
+
+    def applies(self, truth: Truth) -> bool:
+        return True
+
+    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
+        raise NotImplementedError("pipeline auditors implement audit_pipeline")
+
+    @abstractmethod
+    def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
+        """Audit one pipeline. Must not raise for bad stage output."""

@@ -11,10 +11,14 @@ BUILTIN: dict[str, str] = {
     "extraction": "ingestaudit.auditors.extraction:ExtractionAuditor",
     "normalization": "ingestaudit.auditors.normalization:NormalizationAuditor",
     "tables": "ingestaudit.auditors.tables:TablesAuditor",
+    "layout": "ingestaudit.auditors.layout:LayoutAuditor",
     "boilerplate": "ingestaudit.auditors.boilerplate:BoilerplateAuditor",
     "language": "ingestaudit.auditors.language:LanguageAuditor",
     "pii": "ingestaudit.auditors.pii:PiiAuditor",
     "dedup": "ingestaudit.auditors.dedup:DedupAuditor",
+    "chunking": "ingestaudit.auditors.chunking:ChunkingAuditor",
+    "retrieval": "ingestaudit.auditors.retrieval:RetrievalAuditor",
+    "index": "ingestaudit.auditors.index:IndexAuditor",
 }
 
 

@@ -40,6 +40,7 @@ IMPORTERS: dict[str, str] = {
     "trafilatura-eval": "ingestaudit.importers.trafilatura_eval:import_trafilatura_eval",
     "pubtabnet": "ingestaudit.importers.pubtabnet:import_pubtabnet",
     "icdar2013": "ingestaudit.importers.icdar2013:import_icdar2013",
+    "pdfplumber-tagged": "ingestaudit.importers.pdfplumber_tagged:import_pdfplumber_tagged",
 }
 """Importer kind (the CLI's ``KIND``) -> ``module:function``."""
 

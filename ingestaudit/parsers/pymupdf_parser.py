@@ -28,6 +28,8 @@ from typing import Any
 from ingestaudit.document import Document
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.parsers.base import Parser, ParserError, ParserUnavailable, UnsupportedFormat
+from ingestaudit.parsers.pymupdf_structure import (OUTLINE_MIN_SIMILARITY, FontStats, HeadingRules, Line,
+                                                   classify_lines, font_stats, line_of, match_outline)
 
 #: Text-extraction flags this adapter accepts, by PyMuPDF constant name (canonical spelling).
 TEXT_FLAGS = (
@@ -46,6 +48,8 @@ FLAG_ALIASES = {
 }
 #: How page texts are joined into `ParsedDocument.text` (each page's trailing newlines removed first).
 PAGE_SEPARATOR = "\n\n"
+#: Values of the ``headings`` option: outline else font statistics, outline only, font statistics only, none.
+HEADING_SOURCES = ("auto", "outline", "fonts", "none")
 
 
 def canonical_flag(name: str) -> str:
@@ -136,14 +140,22 @@ class PyMuPDFParser(Parser):
         password: password for encrypted PDFs (never written to the report).
         tables: run the table finder on every page (False: no tables, and the documents declare that tables were
             not extracted).
+        headings: ``"auto"`` (outline when the document has one, else font statistics), ``"outline"``, ``"fonts"``
+            or ``"none"`` (no heading blocks).
+        lists: emit list items (bullet and numbering patterns) as ``list_item`` blocks.
+        heading_size_ratio: ``size_ratio`` of the ``fontstats-v1`` rule (default 1.15).
         table_strategy, table_layout, table_refine: ``strategy``, ``use_layout`` and ``refine`` of
             ``Page.find_tables`` (see `ingestaudit.parsers.pymupdf_tables.TableFinderSettings`; defaults
             ``"lines"``, False, False).
 
     Output: ``pages[i]`` is ``page.get_text("text", flags, sort)``; ``text`` joins the pages with `PAGE_SEPARATOR`
     after removing each page's trailing newlines. Blocks come from ``page.get_text("blocks")`` with the same flags
-    plus ``TEXT_PRESERVE_IMAGES``: text blocks get kind ``"paragraph"`` (no heading heuristic), image blocks kind
-    ``"image"`` with empty text; ``bbox`` in PDF points from the top-left corner; ``order`` counts over the document.
+    plus ``TEXT_PRESERVE_IMAGES``, image blocks kind ``"image"`` with empty text; text blocks are split into headings
+    (with levels), list items and paragraphs by `ingestaudit.parsers.pymupdf_structure` (outline when present, else
+    the ``fontstats-v1`` font rule; lines from ``get_text("dict")``); a text block with nothing but paragraph text
+    keeps MuPDF's block text. ``bbox`` in PDF points from the top-left corner; ``order`` counts over the document.
+    ``settings["headings"]`` says, per document, where the headings came from (outline entries found and missed,
+    or the body size and the heading styles with their levels).
     ``tables``: per page, per table PyMuPDF found, one ``<table>`` (`ingestaudit.parsers.pymupdf_tables`), in page
     order. A page whose table finder fails adds a warning, and the document then declares
     ``settings["table_extraction"] = False`` unless some table was found elsewhere.
@@ -158,8 +170,20 @@ class PyMuPDFParser(Parser):
 
     def __init__(self, sort: bool = False, flags: list[str] | None = None, password: str | None = None,
                  tables: bool = True, table_strategy: str = "lines", table_layout: bool = False,
-                 table_refine: bool = False):
+                 table_refine: bool = False, headings: str = "auto", lists: bool = True,
+                 heading_size_ratio: float = HeadingRules.size_ratio):
         from ingestaudit.parsers.pymupdf_tables import TableFinderSettings
+
+        if headings not in HEADING_SOURCES:
+            raise ValueError(f"headings must be one of {', '.join(HEADING_SOURCES)}, not {headings!r}")
+        if not isinstance(lists, bool):
+            raise ValueError(f"lists must be true or false, not {lists!r}")
+        if isinstance(heading_size_ratio, bool) or not isinstance(heading_size_ratio, (int, float)) \
+                or not heading_size_ratio > 1.0:
+            raise ValueError(f"heading_size_ratio must be a number above 1, not {heading_size_ratio!r}")
+        self.headings = headings
+        self.lists = lists
+        self.heading_rules = HeadingRules(size_ratio=float(heading_size_ratio))
 
         if not isinstance(tables, bool):
             raise ValueError(f"tables must be true or false, not {tables!r}")
@@ -223,9 +247,18 @@ class PyMuPDFParser(Parser):
     def settings(self) -> dict[str, Any]:
         """``flags`` (sorted canonical names actually used), ``flags_source`` (``"pymupdf default TEXTFLAGS_TEXT"``,
         ``"default with changes"`` or ``"configured"``), ``sort``, ``page_separator``, ``mupdf`` (MuPDF's version),
-        ``tables`` (False, or the table finder's settings and HTML conventions)."""
+        ``tables`` (False, or the table finder's settings and HTML conventions), ``structure`` (heading source,
+        the ``fontstats-v1`` thresholds, the outline match threshold, list items on or off)."""
         out: dict[str, Any] = {"sort": self.sort, "page_separator": PAGE_SEPARATOR,
-                               "tables": self.table_finder.describe() if self.tables else False}
+                               "tables": self.table_finder.describe() if self.tables else False,
+                               "structure": {
+                                   "headings": self.headings,
+                                   "heading_sources": "outline (get_toc) when present, else font statistics"
+                                   if self.headings == "auto" else self.headings,
+                                   "font_rule": self.heading_rules.describe(),
+                                   "outline_min_similarity": OUTLINE_MIN_SIMILARITY,
+                                   "list_items": "bullet or numbering pattern at line start" if self.lists else False,
+                               }}
         if self._exact is not None:
             out["flags_source"] = "configured"
         elif self._add or self._remove:
@@ -266,28 +299,30 @@ class PyMuPDFParser(Parser):
         warnings: list[str] = []
         failed = 0
         tables_failed = 0
+        page_blocks: list[list[tuple[Any, list[Line] | None]]] = []  # per page: (raw block, its lines) pairs
         with doc:
+            toc = self._outline(doc, warnings)
             for number, page in enumerate(doc, start=1):
                 try:
                     text = page.get_text("text", flags=flags, sort=self.sort)
                     raw_blocks = page.get_text("blocks", flags=flags | pymupdf.TEXT_PRESERVE_IMAGES, sort=self.sort)
+                    lines = self._page_lines(page, flags, raw_blocks, number, warnings)
                 except (RuntimeError, ValueError) as exc:
                     failed += 1
                     warnings.append(f"page {number}: text extraction failed ({exc})")
                     pages.append("")
+                    page_blocks.append([])
                     continue
                 pages.append(text)
-                for x0, y0, x1, y1, btext, _no, btype in raw_blocks:
-                    image = btype == 1
-                    blocks.append(Block(text="" if image else btext, page=number,
-                                        bbox=(float(x0), float(y0), float(x1), float(y1)),
-                                        kind="image" if image else "paragraph", order=len(blocks)))
+                page_blocks.append(list(zip(raw_blocks, lines)))
                 if self.tables:
                     tables_failed += self._page_tables(page, number, tables, warnings)
+        headings_info = self._structure(page_blocks, toc, blocks, warnings)
         if failed == len(pages):
             raise ParserError(f"{document.path}: text extraction failed on every page ({warnings[0]})")
         warnings += [f"mupdf: {w}" for w in mupdf_warnings(pymupdf)]
         settings = self.settings()
+        settings["headings"] = headings_info
         settings["table_extraction"] = self.tables and (tables_failed == 0 or bool(tables))
         if not self.tables:
             settings["table_extraction_note"] = "pymupdf parser option tables = false"
@@ -305,6 +340,95 @@ class PyMuPDFParser(Parser):
             warnings=tuple(warnings),
         )
 
+
+    def _outline(self, doc: Any, warnings: list[str]) -> list[tuple[int, str, int]] | None:
+        """The outline as ``(level, title, page)`` entries when headings may come from it, else None."""
+        if self.headings not in ("auto", "outline"):
+            return None
+        try:
+            toc = doc.get_toc(simple=True)
+        except (RuntimeError, ValueError) as exc:
+            warnings.append(f"outline unreadable ({exc}); headings from font statistics")
+            return None
+        return [(int(lv), str(title), int(page)) for lv, title, page, *_ in toc] or None
+
+    def _page_lines(self, page: Any, flags: int, raw_blocks: list[Any], number: int,
+                    warnings: list[str]) -> list[list[Line] | None]:
+        """Per raw block, its `Line`s (None for image blocks, or for every block when the structure pass is off or
+        its blocks do not line up with the ``"blocks"`` output, with a warning)."""
+        if self.headings == "none" and not self.lists:
+            return [None] * len(raw_blocks)
+        images = _import().TEXT_PRESERVE_IMAGES
+        n_text = sum(1 for b in raw_blocks if b[6] == 0)
+        # text-only first (cheap); images can split text blocks, so when the counts differ, the same flags as the
+        # "blocks" call (the image blocks then carry their bytes: slower, only on such pages)
+        info = page.get_text("dict", flags=flags & ~images, sort=self.sort)
+        texts = [b for b in info.get("blocks", ()) if b.get("type", 0) == 0]
+        if len(texts) != n_text and n_text != len(raw_blocks):
+            info = page.get_text("dict", flags=flags | images, sort=self.sort)
+            texts = [b for b in info.get("blocks", ()) if b.get("type", 0) == 0]
+        if len(texts) != n_text:
+            warnings.append(f"page {number}: {len(texts)} text blocks in the dict output vs {n_text} in the blocks "
+                            "output; no headings or list items on this page")
+            return [None] * len(raw_blocks)
+        it = iter(texts)
+        return [[line_of(ln) for ln in next(it).get("lines", ())] if b[6] == 0 else None for b in raw_blocks]
+
+    def _structure(self, page_blocks: list[list[tuple[Any, list[Line] | None]]],
+                   toc: list[tuple[int, str, int]] | None, blocks: list[Block], warnings: list[str]) -> dict:
+        """Fill ``blocks`` with the kinds of `ingestaudit.parsers.pymupdf_structure`; return the per-document
+        account for ``settings["headings"]``."""
+        rules = self.heading_rules
+        info: dict[str, Any] = {"source": "none"}
+        outline: dict[tuple[int, int, int], int] | None = None
+        stats = FontStats(None, False, {}, {})
+        if toc is not None:
+            outline, missing = {}, 0
+            for number, items in enumerate(page_blocks, start=1):
+                entries = [(lv, title) for lv, title, pg in toc if pg == number]
+                if not entries:
+                    continue
+                found, miss = match_outline(entries, [lines or [] for _, lines in items])
+                missing += miss
+                outline.update({(number, b, k): lv for (b, k), lv in found.items()})
+            missing += sum(1 for _, _, pg in toc if not 1 <= pg <= len(page_blocks))
+            if missing:
+                warnings.append(f"{missing} of {len(toc)} outline entries not found on their page (not emitted)")
+            info = {"source": "outline (get_toc)", "outline_entries": len(toc), "outline_not_found": missing,
+                    "outline_min_similarity": OUTLINE_MIN_SIMILARITY}
+        elif self.headings in ("auto", "fonts"):
+            stats = font_stats([ln for items in page_blocks for _, lines in items for ln in (lines or ())], rules)
+            info = {"source": "font statistics", **rules.describe(), **stats.describe()}
+        use_fonts = outline is None and self.headings in ("auto", "fonts")
+        for number, items in enumerate(page_blocks, start=1):
+            for b, ((x0, y0, x1, y1, btext, _no, btype), lines) in enumerate(items):
+                bbox = (float(x0), float(y0), float(x1), float(y1))
+                if btype == 1:
+                    blocks.append(Block(text="", page=number, bbox=bbox, kind="image", order=len(blocks)))
+                    continue
+                pieces = None
+                if lines:
+                    levels = ({k: outline[(number, b, k)] for k in range(len(lines)) if (number, b, k) in outline}
+                              if outline is not None else None)
+                    if outline is not None or use_fonts or self.lists:
+                        pieces = classify_lines(lines, stats if use_fonts else FontStats(None, False, {}, {}),
+                                                rules, levels)
+                if not pieces or (len(pieces) == 1 and pieces[0].kind == "paragraph"):
+                    blocks.append(Block(text=btext, page=number, bbox=bbox, kind="paragraph", order=len(blocks)))
+                    continue
+                for piece in pieces:
+                    kind = piece.kind if (piece.kind != "list_item" or self.lists) else "paragraph"
+                    sel = [lines[k] for k in piece.lines]
+                    sep = " " if kind == "heading" else "\n"
+                    text = sep.join(ln.text.strip() if kind == "heading" else ln.text for ln in sel)
+                    if kind != "heading":
+                        text += "\n"
+                    box = (min(ln.bbox[0] for ln in sel), min(ln.bbox[1] for ln in sel),
+                           max(ln.bbox[2] for ln in sel), max(ln.bbox[3] for ln in sel))
+                    blocks.append(Block(text=text, page=number, bbox=box, kind=kind, level=piece.level,
+                                        order=len(blocks)))
+        info["option"] = self.headings
+        return info
 
     def _page_tables(self, page: Any, number: int, tables: list[str], warnings: list[str]) -> int:
         """Append the page's tables (HTML) to ``tables``; 1 when the table finder failed on it (with a warning)."""

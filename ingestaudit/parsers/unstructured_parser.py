@@ -217,11 +217,14 @@ class UnstructuredParser(Parser):
             this adapter passes explicitly, as Unstructured does after warning).
 
     Output: one `Block` per element except page breaks, in Unstructured's order: ``kind`` from `CATEGORY_KINDS`,
-    ``level`` = ``metadata.category_depth + 1`` for headings when given, ``page`` = ``metadata.page_number`` (1 when
+    ``level`` = ``metadata.category_depth + 1`` for headings when given (None otherwise: the ``fast`` PDF strategy
+    gives no depth, so PDF headings have no level), list items from ``ListItem`` elements (HTML ``<li>``, and text
+    lines Unstructured recognises as bulleted or numbered), ``page`` = ``metadata.page_number`` (1 when
     absent), ``bbox`` from ``metadata.coordinates`` for PDFs (the ``fast`` path reports pdfminer's PDF points,
     origin top-left), None for HTML and text.
     ``pages[i]`` joins the non-empty element texts of page i+1 with `ELEMENT_SEPARATOR`; ``text`` joins the pages
     with the same separator. ``tables`` holds ``metadata.text_as_html`` of Table elements that have it.
+    ``settings["headings"]`` counts, per document, the headings (and those without a level) and the list items.
 
     Raises:
         ValueError: (at construction) another ``pdf_strategy``, or ``languages`` not a list of strings.
@@ -345,6 +348,12 @@ class UnstructuredParser(Parser):
             if text:
                 by_page.setdefault(page, []).append(text)
         pages = tuple(ELEMENT_SEPARATOR.join(by_page.get(n, [])) for n in range(1, max_page + 1))
+        settings = self.settings()
+        heads = [b for b in blocks if b.kind == "heading"]
+        settings["headings"] = {"source": "element categories (Title, Section-header, Headline, Subheadline)",
+                                "levels": "metadata.category_depth + 1 when given, else unknown",
+                                "headings": len(heads), "without_level": sum(b.level is None for b in heads),
+                                "list_items": sum(b.kind == "list_item" for b in blocks)}
         return ParsedDocument(
             text=ELEMENT_SEPARATOR.join(p for p in pages),
             pages=pages,
@@ -352,7 +361,7 @@ class UnstructuredParser(Parser):
             tables=tuple(tables),
             parser=self.name,
             parser_version=version,
-            settings=self.settings(),
+            settings=settings,
             elapsed_s=elapsed,
             warnings=tuple(dict.fromkeys(warnings)),
         )

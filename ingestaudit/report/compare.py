@@ -45,11 +45,11 @@ def headline(row: SummaryRow) -> float | None:
 
 
 def _key(r: SummaryRow) -> str:
-    return f"{r.parser} {r.doc_class} {r.metric}" + (f"[{r.label}]" if r.label else "")
+    return f"{r.pipeline} {r.doc_class} {r.metric}" + (f"[{r.label}]" if r.label else "")
 
 
 def compare_reports(base: Report, head: Report, budget: float = DEFAULT_BUDGET) -> Comparison:
-    """Compare ``head`` with ``base``; rows are matched on parser, class, metric and label.
+    """Compare ``head`` with ``base``; rows are matched on pipeline, class, metric and label.
 
     Args:
         budget: largest tolerated change of the headline value in the bad direction (absolute, >= 0).

@@ -12,10 +12,11 @@ TERMINAL_LEGEND = LEGEND.replace("[CI] and n", "n").replace("; 'corpus", " (inte
 
 
 def _header(report: Report) -> list[str]:
-    parsers = ", ".join(f"{p.name} {p.version}" for p in report.parsers)
+    pipelines = ", ".join(p.name for p in report.pipelines)
     docs = ", ".join(f"{c}: {n}" for c, n in report.corpus.documents.items())
-    return [f"corpus {report.corpus.path} ({docs}); fingerprint {report.corpus.fingerprint[:12]}",
-            f"parsers: {parsers}; seed {report.config.get('run', {}).get('seed')}"]
+    questions = f"; {report.corpus.questions} questions" if report.corpus.questions else ""
+    return [f"corpus {report.corpus.path} ({docs}{questions}); fingerprint {report.corpus.fingerprint[:12]}",
+            f"pipelines: {pipelines}; seed {report.config.get('run', {}).get('seed')}"]
 
 
 def render_markdown(report: Report) -> str:
@@ -23,8 +24,8 @@ def render_markdown(report: Report) -> str:
     out = ["# ingestaudit report", "", *(f"- {line}" for line in _header(report)), "", LEGEND, ""]
     out += _settings_markdown(report)
     for t in class_tables(report):
-        out += [f"## {t.doc_class}", "", "| metric | " + " | ".join(t.parsers) + " |",
-                "|---|" + "---|" * len(t.parsers)]
+        out += [f"## {t.doc_class}", "", "| metric | " + " | ".join(t.pipelines) + " |",
+                "|---|" + "---|" * len(t.pipelines)]
         for name, cells in t.rows:
             out.append(f"| {name} {direction(name)} | "
                        + " | ".join(f"{c.value}<br>{c.extra}" if c.value else "" for c in cells) + " |")
@@ -32,18 +33,21 @@ def render_markdown(report: Report) -> str:
     out += _paired_markdown(report)
     if report.details:
         out += ["## Details", "", "Tables too rich for rows, in report.json `details`:", ""]
-        out += [f"- {d.stage} / {d.parser}: `{d.name}`" for d in report.details] + [""]
+        out += [f"- {d.stage} / {d.pipeline}: `{d.name}`" for d in report.details] + [""]
     out += [f"## Failures ({len(report.failures)})", ""]
-    out += [f"- `{f.doc_id}` {f.parser or '-'} {f.stage}: {f.message}" for f in report.failures] or ["none"]
+    out += [f"- `{f.item}` {f.pipeline or '-'} {f.stage}: {f.message}" for f in report.failures] or ["none"]
     return "\n".join(out) + "\n"
 
 
 def _settings_markdown(report: Report) -> list[str]:
-    """Every option that changes the numbers: parser settings and auditor options, printed beside the tables."""
+    """Every option that changes the numbers: pipeline settings and auditor options, printed beside the tables."""
     import json
 
     out = ["<details><summary>Settings that change the numbers</summary>", ""]
-    out += [f"- parser `{p.name}` {p.version}: `{json.dumps(p.settings, sort_keys=True)}`" for p in report.parsers]
+    for p in report.pipelines:
+        out.append(f"- pipeline `{p.name}` ({p.kind}):")
+        out += [f"  - {stage}: `{s.implementation}` {s.version} `{json.dumps(s.settings, sort_keys=True)}`"
+                for stage, s in p.stages.items()]
     for stage, opts in (report.config.get("auditors") or {}).items():
         out.append(f"- stage `{stage}`: `{json.dumps(opts, sort_keys=True)}`")
     return out + ["", "</details>", ""]
@@ -53,13 +57,13 @@ def _paired_markdown(report: Report) -> list[str]:
     tests = [t for t in report.paired_tests if t.significant]
     if not report.paired_tests:
         return []
-    out = ["## Paired tests between parsers", "",
-           f"{len(report.paired_tests)} Wilcoxon signed-rank tests over documents measured by both parsers; "
+    out = ["## Paired tests between pipelines", "",
+           f"{len(report.paired_tests)} Wilcoxon signed-rank tests over documents measured by both pipelines; "
            f"{len(tests)} significant at alpha = 0.05 (not corrected for multiple comparisons)"
            + (":" if tests else "."), ""]
     if tests:
         out += ["| class | metric | a | b | n | mean b−a | p |", "|---|---|---|---|---|---|---|"]
-        out += [f"| {t.doc_class} | {t.metric}{f'[{t.label}]' if t.label else ''} | {t.parser_a} | {t.parser_b} "
+        out += [f"| {t.doc_class} | {t.metric}{f'[{t.label}]' if t.label else ''} | {t.pipeline_a} | {t.pipeline_b} "
                 f"| {t.n_pairs} | {t.mean_diff:+.4f} | {t.p_value:.4g} |" for t in tests]
     return out + [""]
 
@@ -75,7 +79,7 @@ def render_terminal(report: Report, console) -> None:
     for t in class_tables(report, digits=3):
         table = Table(title=escape(f"class: {t.doc_class}"), title_justify="left", show_lines=False)
         table.add_column("metric", no_wrap=True)
-        for p in t.parsers:
+        for p in t.pipelines:
             table.add_column(escape(p))
         stage = None
         for name, cells in t.rows:
@@ -101,12 +105,12 @@ td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}small{color:#666}
 <ul>{% for line in header %}<li>{{ line }}</li>{% endfor %}</ul>
 <p><small>{{ legend }}</small></p>
 {% for t in tables %}<h2>{{ t.doc_class }}</h2>
-<table><tr><th>metric</th>{% for p in t.parsers %}<th>{{ p }}</th>{% endfor %}</tr>
+<table><tr><th>metric</th>{% for p in t.pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
 {% for name, cells in t.rows %}<tr><td>{{ name }} {{ direction(name) }}</td>
 {% for c in cells %}<td>{{ c.value }}<br><small>{{ c.extra }}</small></td>{% endfor %}</tr>
 {% endfor %}</table>{% endfor %}
 <h2>Failures ({{ failures|length }})</h2>
-<ul>{% for f in failures %}<li><code>{{ f.doc_id }}</code> {{ f.parser or "-" }} {{ f.stage }}: {{ f.message }}</li>
+<ul>{% for f in failures %}<li><code>{{ f.item }}</code> {{ f.pipeline or "-" }} {{ f.stage }}: {{ f.message }}</li>
 {% else %}<li>none</li>{% endfor %}</ul>
 </body></html>
 """

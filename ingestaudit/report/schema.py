@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
+READABLE_MAJORS = ("1", "2")  # version-1 reports are read and migrated (parser -> pipeline, doc_id -> item)
 ALL_CLASSES = "__all__"
 
 
@@ -29,19 +30,35 @@ class CorpusInfo(_Model):
     path: str
     fingerprint: str
     documents: dict[str, int]  # class -> document count
+    questions: int = 0  # labelled questions read from questions.jsonl
 
 
-class ParserInfo(_Model):
-    name: str
-    kind: str  # "registered" or "precomputed"
+class StageInfo(_Model):
+    """One stage of a pipeline: its implementation, the library version and every setting that changes output."""
+
+    implementation: str
     version: str
     settings: dict[str, Any]
 
 
+class PipelineInfo(_Model):
+    """A pipeline of the run: ``kind`` is ``"configured"`` (built from stage implementations) or ``"precomputed"``
+    (a folder of ``--outputs``); ``stages`` maps stage name (parser, cleaner, chunker, embedder, index) to its
+    `StageInfo`."""
+
+    name: str
+    kind: str
+    stages: dict[str, StageInfo]
+
+
 class MeasurementRow(_Model):
-    doc_id: str
+    """One item x pipeline x metric x label measurement. ``item`` is a document id (``item_kind`` ``"document"``)
+    or a question id (``"question"``)."""
+
+    item: str
+    item_kind: str
     doc_class: str
-    parser: str
+    pipeline: str
     stage: str
     metric: str
     label: str
@@ -57,12 +74,12 @@ class SummaryRow(_Model):
     exist only over a set of documents (pairwise dedup rates, per-language F1), where ``micro`` holds the value and
     ``macro`` is None."""
 
-    parser: str
+    pipeline: str
     doc_class: str
     stage: str
     metric: str
     label: str
-    n_docs: int  # documents aggregated (state ok)
+    n_docs: int  # items (documents or questions) aggregated (state ok)
     micro: float | None  # sum(numerator) / sum(denominator) over ok rows
     macro: float | None  # mean of per-document values over ok rows
     ci_low: float | None
@@ -75,22 +92,23 @@ class SummaryRow(_Model):
 
 
 class StageDetail(_Model):
-    """A table too rich for rows (a confusion matrix, a parameter sweep) from one stage for one parser."""
+    """A table too rich for rows (a confusion matrix, a parameter sweep, a waterfall) from one stage for one
+    pipeline."""
 
-    parser: str
+    pipeline: str
     stage: str
     name: str
     data: Any
 
 
 class PairedTest(_Model):
-    """A paired test between two parsers on the documents both measured (``diff = parser_b - parser_a``)."""
+    """A paired test between two pipelines on the items both measured (``diff = pipeline_b - pipeline_a``)."""
 
     doc_class: str
     metric: str
     label: str
-    parser_a: str
-    parser_b: str
+    pipeline_a: str
+    pipeline_b: str
     n_pairs: int
     mean_diff: float
     median_diff: float
@@ -101,8 +119,11 @@ class PairedTest(_Model):
 
 
 class Failure(_Model):
-    doc_id: str
-    parser: str
+    """A failed item and stage, once, with its message (``item`` is ``""`` for a whole stage, ``pipeline`` ``""``
+    for a problem of the corpus or its labels)."""
+
+    item: str
+    pipeline: str
     stage: str
     message: str
 
@@ -115,16 +136,51 @@ class Report(_Model):
     corpus: CorpusInfo
     config: dict[str, Any]
     environment: dict[str, Any]
-    parsers: list[ParserInfo]
+    pipelines: list[PipelineInfo]
     measurements: list[MeasurementRow]
     summary: list[SummaryRow]
     failures: list[Failure]
     details: list[StageDetail] = []
     paired_tests: list[PairedTest] = []
+    _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def timings(self) -> dict[str, Any]:
+        """Wall-clock numbers of the run (query latency, index build time) per pipeline and stage: written to
+        ``timings.json`` beside the report, never into ``report.json``, which stays byte-identical across runs."""
+        return self._timings
+
+    @timings.setter
+    def timings(self, value: dict[str, Any]) -> None:
+        self._timings = value
 
     def to_json(self) -> str:
         """Serialise as indented JSON; raises ValueError if a NaN or infinity slipped in (``allow_nan=False``)."""
         return json.dumps(self.model_dump(mode="json"), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 report in the version-2 shape: parsers become one-stage pipelines, ``parser`` becomes
+    ``pipeline`` and ``doc_id`` becomes ``item`` (every item a document). Values are untouched."""
+    def ren(row: Any, pairs: dict[str, str]) -> Any:
+        if not isinstance(row, dict):
+            return row
+        return {pairs.get(k, k): v for k, v in row.items()}
+
+    out = dict(raw)
+    out["schema_version"] = SCHEMA_VERSION  # migrated once: a written-back report reads as version 2
+    out["pipelines"] = [{"name": p.get("name"), "kind": "precomputed" if p.get("kind") == "precomputed" else "configured",
+                         "stages": {"parser": {"implementation": p.get("name"), "version": p.get("version"),
+                                               "settings": p.get("settings", {})}}}
+                        if isinstance(p, dict) else p for p in out.pop("parsers", [])]
+    out["measurements"] = [{**ren(r, {"parser": "pipeline", "doc_id": "item"}), "item_kind": "document"}
+                           if isinstance(r, dict) else r for r in out.get("measurements", [])]
+    for key in ("summary", "details"):
+        out[key] = [ren(r, {"parser": "pipeline"}) for r in out.get(key, [])]
+    out["failures"] = [ren(r, {"parser": "pipeline", "doc_id": "item"}) for r in out.get("failures", [])]
+    out["paired_tests"] = [ren(r, {"parser_a": "pipeline_a", "parser_b": "pipeline_b"})
+                           for r in out.get("paired_tests", [])]
+    return out
 
 
 class ReportError(Exception):
@@ -147,8 +203,11 @@ def read_report(path: Path) -> Report:
     if not isinstance(raw, dict):
         raise ReportError(f"{path}: not a JSON object")
     version = str(raw.get("schema_version", ""))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise ReportError(f"{path}: schema_version {version!r}; this ingestaudit reads {SCHEMA_VERSION}")
+    if version.split(".")[0] not in READABLE_MAJORS:
+        raise ReportError(f"{path}: schema_version {version!r}; this ingestaudit reads "
+                          f"{', '.join(m + '.x' for m in READABLE_MAJORS)}")
+    if version.split(".")[0] == "1":
+        raw = _migrate_v1(raw)
     try:
         return Report.model_validate(raw)
     except ValidationError as exc:

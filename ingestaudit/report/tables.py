@@ -1,4 +1,4 @@
-"""The view model shared by the terminal, Markdown and HTML renderers: one table per class, metrics x parsers."""
+"""The view model shared by the terminal, Markdown and HTML renderers: one table per class, metrics x pipelines."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ class Cell:
 
 @dataclass(frozen=True)
 class ClassTable:
-    """Rows of metric names (with label) by parser columns, for one document class."""
+    """Rows of metric names (with label) by pipeline columns, for one document class."""
 
     doc_class: str
-    parsers: list[str]
+    pipelines: list[str]
     rows: list[tuple[str, list[Cell]]]
 
 
@@ -31,7 +31,7 @@ def fmt(x: float | None, digits: int = 4) -> str:
 
 
 def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
-    """Format one summary row (None when the parser has no row for that metric)."""
+    """Format one summary row (None when the pipeline has no row for that metric)."""
     if row is None:
         return Cell("", "")
     if row.micro is not None and row.macro is not None:
@@ -47,17 +47,17 @@ def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
 
 
 def class_tables(report: Report, digits: int = 4) -> list[ClassTable]:
-    """One table per class (sorted, ``__all__`` last), rows ``metric[label]``, columns the report's parsers; values
+    """One table per class (sorted, ``__all__`` last), rows ``metric[label]``, columns the report's pipelines; values
     with ``digits`` decimals."""
-    parsers = [p.name for p in report.parsers]
+    pipelines = [p.name for p in report.pipelines]
     by_class: dict[str, dict[str, dict[str, SummaryRow]]] = {}
     for r in report.summary:
         name = r.metric + (f"[{r.label}]" if r.label else "")
-        by_class.setdefault(r.doc_class, {}).setdefault(name, {})[r.parser] = r
+        by_class.setdefault(r.doc_class, {}).setdefault(name, {})[r.pipeline] = r
     tables = []
     for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
-        rows = [(name, [cell(by_parser.get(p), digits) for p in parsers]) for name, by_parser in sorted(by_class[cls].items())]
-        tables.append(ClassTable(cls, parsers, rows))
+        rows = [(name, [cell(by_pipeline.get(p), digits) for p in pipelines]) for name, by_pipeline in sorted(by_class[cls].items())]
+        tables.append(ClassTable(cls, pipelines, rows))
     return tables
 
 

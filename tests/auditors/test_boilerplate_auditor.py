@@ -304,7 +304,7 @@ def test_cli_run_reports_every_cleaner_per_document(tmp_path):
                                       "boilerplate", "--out", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    got = {(m["doc_id"], m["metric"], m["label"]): (m["state"], m["value"]) for m in report["measurements"]}
+    got = {(m["item"], m["metric"], m["label"]): (m["state"], m["value"]) for m in report["measurements"]}
     # the page: trafilatura keeps both 'with' and drops the three 'without'; none keeps everything (text_content)
     assert got["web/page", "boilerplate.content_retention", "trafilatura"] == ("ok", 1.0)
     assert got["web/page", "boilerplate.removal_recall", "trafilatura"] == ("ok", 1.0)

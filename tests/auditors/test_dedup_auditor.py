@@ -96,11 +96,11 @@ def run_cli(args: list[str]) -> dict:
 
 def corpus_rows(report: dict, parser: str, cls: str = "__all__") -> dict[tuple[str, str], dict]:
     return {(r["metric"], r["label"]): r for r in report["summary"]
-            if r["parser"] == parser and r["doc_class"] == cls and r["stage"] == "dedup" and r["level"] == "corpus"}
+            if r["pipeline"] == parser and r["doc_class"] == cls and r["stage"] == "dedup" and r["level"] == "corpus"}
 
 
 def details(report: dict, parser: str) -> dict:
-    return {d["name"]: d["data"] for d in report["details"] if d["parser"] == parser and d["stage"] == "dedup"}
+    return {d["name"]: d["data"] for d in report["details"] if d["pipeline"] == parser and d["stage"] == "dedup"}
 
 
 def counts(det: dict, cls: str = "__all__") -> dict:
@@ -201,7 +201,7 @@ def test_hand_example_records_lsh_bands_and_rows(hand_report):
 
 
 def test_hand_example_document_rows(hand_report):
-    rows = {m["doc_id"]: m for m in hand_report["measurements"] if m["metric"] == "dedup.excluded"}
+    rows = {m["item"]: m for m in hand_report["measurements"] if m["metric"] == "dedup.excluded"}
     assert sorted(rows) == sorted(HAND_TEXTS)
     assert all(r["state"] == "ok" and r["value"] == 0 and r["denominator"] == 1 for r in rows.values())
     e = rows["y/e"]["detail"]

@@ -252,7 +252,7 @@ def write_doc(root: Path, doc_id: str, text: str, language: str) -> None:
 
 
 def summary(report: dict, parser: str, metric: str, label: str = "", cls: str = "__all__") -> dict:
-    (row,) = [s for s in report["summary"] if (s["parser"], s["doc_class"], s["metric"], s["label"])
+    (row,) = [s for s in report["summary"] if (s["pipeline"], s["doc_class"], s["metric"], s["label"])
               == (parser, cls, metric, label)]
     return row
 
@@ -284,7 +284,7 @@ def test_cli_with_lingua_and_a_minimum_relative_distance(tmp_path):
     (cand,) = [d for d in report["details"] if d["name"] == "candidates"]
     assert cand["data"]["languages"] == ["de", "en", "es", "fr"]  # BCP 47 / ISO 639-3 labels mapped
     assert report["config"]["auditors"]["language"]["min_relative_distance"] == 0.25
-    abstained = {m["doc_id"] for m in report["measurements"] if m["metric"] == "language.abstained"
+    abstained = {m["item"] for m in report["measurements"] if m["metric"] == "language.abstained"
                  and m["value"] == 1.0}
     assert abstained == {"notes/hello", "notes/stamp"}
 
@@ -300,8 +300,8 @@ def _demo_report(tmp_path: Path, parsers: list[str]) -> dict:
 
 
 def _correct(report: dict, parser: str) -> dict[str, tuple]:
-    return {m["doc_id"]: (m["state"], m["value"], m["detail"].get("predicted"))
-            for m in report["measurements"] if m["parser"] == parser and m["metric"] == "language.correct"}
+    return {m["item"]: (m["state"], m["value"], m["detail"].get("predicted"))
+            for m in report["measurements"] if m["pipeline"] == parser and m["metric"] == "language.correct"}
 
 
 def test_demo_component_level_and_end_to_end(tmp_path):
@@ -329,8 +329,8 @@ def test_demo_component_level_and_end_to_end(tmp_path):
     for parser, n in (("reference", 10), ("pymupdf", 4)):
         row = summary(report, parser, "language.mixed")
         assert (row["n_docs"], row["micro"]) == (n, 0.0)
-    skipped = [m for m in report["measurements"] if m["parser"] == "pymupdf" and m["stage"] == "language"
-               and m["doc_id"] == "scanned/notice_water_main"]
+    skipped = [m for m in report["measurements"] if m["pipeline"] == "pymupdf" and m["stage"] == "language"
+               and m["item"] == "scanned/notice_water_main"]
     assert len(skipped) == 3 and {m["state"] for m in skipped} == {"skipped"}
 
 

@@ -406,7 +406,7 @@ def run_cli(corpus, out, *args):
 
 
 def summary(report, metric, label, parser="reference", cls="__all__"):
-    got = [s for s in report["summary"] if (s["parser"], s["doc_class"], s["metric"], s["label"]) ==
+    got = [s for s in report["summary"] if (s["pipeline"], s["doc_class"], s["metric"], s["label"]) ==
            (parser, cls, metric, label)]
     assert len(got) == 1, (metric, label, got)
     return got[0]
@@ -480,7 +480,7 @@ def test_cli_pdf_dropping_an_email_counts_it_lost_not_missed(tmp_path):
     (corpus / "truth" / "forms" / "contact.json").write_text(json.dumps({"text": ref, "pii": gold}))
     # default scrubber: Presidio with en_core_web_sm, on each parser's text
     rep = run_cli(corpus, tmp_path / "out", "--parser", "pymupdf", "--parser", "reference")
-    rows = {(m["parser"], m["metric"], m["label"]): m for m in rep["measurements"]}
+    rows = {(m["pipeline"], m["metric"], m["label"]): m for m in rep["measurements"]}
     # pymupdf lost the address: 1 of 3 gold spans lost, the e-mail's one of one
     lost = rows["pymupdf", "pii.lost_in_extraction", "*"]
     assert (lost["numerator"], lost["denominator"]) == (1, 3)

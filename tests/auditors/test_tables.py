@@ -317,14 +317,14 @@ def test_cli_micro_macro_states_and_options(tmp_path):
     assert res.exit_code == 0, res.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["config"]["auditors"]["tables"]["deviations"] == "deviations: th_as_td"
-    rows = {(m["doc_id"], m["metric"], m["label"]): m for m in report["measurements"]}
+    rows = {(m["item"], m["metric"], m["label"]): m for m in report["measurements"]}
     assert rows["a/three", "tables.teds", ""]["value"] == pytest.approx(1 / 3)
     assert rows["a/three", "tables.teds", "table/1"]["value"] == 1.0
     assert rows["b/none", "tables.teds", ""]["value"] == 0.0
     assert rows["b/none", "tables.precision", ""]["state"] == "no_prediction"
     assert rows["b/undeclared", "tables.teds", ""]["state"] == "no_prediction"
     assert rows["b/plain", "tables.teds", ""]["state"] == "no_reference"
-    summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"] if s["parser"] == "pipe"}
+    summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"] if s["pipeline"] == "pipe"}
     # class a: micro (1 + 1) / (1 + 3) = 0.5, macro (1 + 1/3) / 2 = 2/3
     a = summary["a", "tables.teds", ""]
     assert (a["micro"], a["n_docs"]) == (0.5, 2) and a["macro"] == pytest.approx(2 / 3)

@@ -163,7 +163,7 @@ def test_main_rows_and_excluded_blanks(report):
     det = details(report)
     excluded = {d["doc_id"]: d["reason"] for d in det["excluded"]["documents"]}
     assert all(excluded.get(p) == "empty" for p in
-               [m["doc_id"] for m in report["measurements"] if m["doc_class"] == "blank"])
+               [m["item"] for m in report["measurements"] if m["doc_class"] == "blank"])
     # sentences and templated records with filled slots have no gold pair: nothing to miss there
     assert rows["sentences", "dedup.missed_merge_rate"]["states"]["no_reference"] == 1
     assert (det["lsh"]["b"], det["lsh"]["r"]) == (9, 13)

@@ -106,7 +106,7 @@ def report(imported, tmp_path_factory) -> dict:
 
 
 def rows_of(report: dict) -> dict[tuple[str, str, str], dict]:
-    return {(m["doc_id"], m["parser"], m["metric"]): m for m in report["measurements"] if m["label"] == ""}
+    return {(m["item"], m["pipeline"], m["metric"]): m for m in report["measurements"] if m["label"] == ""}
 
 
 # --- importer ------------------------------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ def test_import_errors(src, tmp_path):
 
 def test_report_rows_for_every_document_and_engine(imported, report):
     dest, summary = imported
-    assert [p["name"] for p in report["parsers"]] == ["calamari-shipped", "fake-ocr", "tesseract-shipped"]
+    assert [p["name"] for p in report["pipelines"]] == ["calamari-shipped", "fake-ocr", "tesseract-shipped"]
     assert report["failures"] == []
     rows = rows_of(report)
     for doc in summary.documents:

@@ -98,23 +98,23 @@ def test_end_to_end_contract_and_latex_checks(src, imported, tmp_path):
     text = (out / "report.json").read_text(encoding="utf-8")
     report = json.loads(text, parse_constant=no_constant)
     assert "NaN" not in text and "Infinity" not in text
-    assert [p["name"] for p in report["parsers"]] == ["pymupdf", "docling"]
+    assert [p["name"] for p in report["pipelines"]] == ["pymupdf", "docling"]
     rows = report["measurements"]
     for parser in ("pymupdf", "docling"):
-        assert {m["doc_id"] for m in rows if m["parser"] == parser} == set(summary.documents)
+        assert {m["item"] for m in rows if m["pipeline"] == parser} == set(summary.documents)
     for m in rows:
         assert (m["value"] is None) == (m["state"] != "ok")
         if m["state"] != "ok":
             assert m["detail"].get("reason"), m
     for f in report["failures"]:  # empty, or each explained
-        assert f["message"] and f["doc_id"] in summary.documents
+        assert f["message"] and f["item"] in summary.documents
 
     # checks from the LaTeX, recomputed independently for both parsers
     checks = json.loads((dest / "truth" / f"{PG9}.json").read_text())["checks"]
     texts = {"pymupdf": norm(pymupdf_text(dest / "docs" / f"{PG9}.pdf")),
              "docling": norm((dest / "outputs/docling" / f"{PG9}.md").read_text(encoding="utf-8"))}
-    by_key = {(m["parser"], m["label"]): m for m in rows
-              if m["doc_id"] == PG9 and m["metric"] == "extraction.checks_pass"}
+    by_key = {(m["pipeline"], m["label"]): m for m in rows
+              if m["item"] == PG9 and m["metric"] == "extraction.checks_pass"}
     for parser, output in texts.items():
         outcome = [(c["type"], passes(c, output)) for c in checks]
         for label in ("", "present", "order"):
@@ -128,7 +128,7 @@ def test_end_to_end_contract_and_latex_checks(src, imported, tmp_path):
     # documents without truth have extraction rows in state no_reference, not missing rows
     for doc in summary.documents:
         if doc != PG9:
-            states = {m["state"] for m in rows if m["doc_id"] == doc and m["stage"] == "extraction"}
+            states = {m["state"] for m in rows if m["item"] == doc and m["stage"] == "extraction"}
             assert states == {"no_reference"}, doc
 
 

@@ -136,7 +136,7 @@ def test_pymupdf_and_unstructured_end_to_end(src, imported, tmp_path):
     rows = report["measurements"]
     docs = set(summary.documents)
     metrics = {"tables.teds", "tables.teds_s", "tables.precision", "tables.recall", "tables.f1"}
-    by = {(m["doc_id"], m["parser"], m["metric"], m["label"]): m for m in rows}
+    by = {(m["item"], m["pipeline"], m["metric"], m["label"]): m for m in rows}
     for parser in ("pymupdf", "unstructured"):
         for doc_id in docs:
             for metric in metrics:
@@ -146,7 +146,7 @@ def test_pymupdf_and_unstructured_end_to_end(src, imported, tmp_path):
         if m["state"] != "ok":
             assert m["detail"].get("reason"), m
     # unstructured's fast PDF strategy infers no table structure: no_prediction, never a zero
-    unst = [m for m in rows if m["parser"] == "unstructured"]
+    unst = [m for m in rows if m["pipeline"] == "unstructured"]
     assert unst and all(m["state"] == "no_prediction" for m in unst)
     assert all("fast PDF strategy" in m["detail"]["reason"] for m in unst if m["label"] == "")
     # PyMuPDF looks for tables in every PDF: a document where it finds none scores 0 (every table dropped)
@@ -162,7 +162,7 @@ def test_pymupdf_and_unstructured_end_to_end(src, imported, tmp_path):
             assert sum(by[k]["value"] for k in labels) == pytest.approx(m["numerator"])
     assert pm["us/us-005"]["value"] == 1.0  # the parser's table equals the hand transcription
     # TEDS per class, both parsers, with their state counts
-    summary_rows = {(s["parser"], s["doc_class"], s["metric"], s["label"]): s for s in report["summary"]}
+    summary_rows = {(s["pipeline"], s["doc_class"], s["metric"], s["label"]): s for s in report["summary"]}
     for cls in ("us", "__all__"):
         s = summary_rows["pymupdf", cls, "tables.teds", ""]
         assert s["n_docs"] == len(ok) and s["micro"] is not None and 0 <= s["micro"] <= 1

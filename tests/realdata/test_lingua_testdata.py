@@ -69,7 +69,7 @@ def run_cli(corpus: Path, out: Path) -> dict:
 
 def check_against_direct_lingua(report: dict, codes: list[str], pairs: list[tuple[str, str | None]]) -> None:
     rows = {(s["metric"], s["label"]): s for s in report["summary"]
-            if s["doc_class"] == "__all__" and s["parser"] == "reference" and s["stage"] == "language"}
+            if s["doc_class"] == "__all__" and s["pipeline"] == "reference" and s["stage"] == "language"}
     expected = independent_scores(pairs)
     # a row for every language labelled or predicted, each with exactly the direct counts
     assert {lab for (m, lab) in rows if m == "language.f1"} == set(expected)

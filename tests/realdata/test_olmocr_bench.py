@@ -218,15 +218,15 @@ def test_end_to_end_checks_pass_rate_per_parser_and_type(src, imported, tmp_path
                                  "--out", str(out), "--workers", "2"])
     assert r.exit_code == 0, r.output
     report = strict_json(out / "report.json")
-    assert [p["name"] for p in report["parsers"]] == ["pymupdf", "olmocr"]
+    assert [p["name"] for p in report["pipelines"]] == ["pymupdf", "olmocr"]
     rows = report["measurements"]
 
     # every document has rows for every parser (a value or a state)
     for parser in ("pymupdf", "olmocr"):
-        assert {m["doc_id"] for m in rows if m["parser"] == parser} == set(summary.documents)
+        assert {m["item"] for m in rows if m["pipeline"] == parser} == set(summary.documents)
 
     # the summary has the check pass rate per parser, per check type, for the class and overall
-    summ = {(s["parser"], s["doc_class"], s["label"]): s for s in report["summary"]
+    summ = {(s["pipeline"], s["doc_class"], s["label"]): s for s in report["summary"]
             if s["metric"] == "extraction.checks_pass"}
     for parser in ("pymupdf", "olmocr"):
         for cls in ("olmocr", "__all__"):
@@ -241,7 +241,7 @@ def test_end_to_end_checks_pass_rate_per_parser_and_type(src, imported, tmp_path
         "pymupdf": {d: norm(pymupdf_text(dest / "docs" / f"{d}.pdf")) for d in truth},
         "olmocr": {d: norm(olmocr_text(dest / "outputs" / "olmocr", d)) for d in truth},
     }
-    ok_rows = {(m["doc_id"], m["parser"], m["label"]): m for m in rows
+    ok_rows = {(m["item"], m["pipeline"], m["label"]): m for m in rows
                if m["metric"] == "extraction.checks_pass" and m["state"] == "ok"}
     totals = {p: Counter() for p in texts}
     for parser, by_doc in texts.items():
@@ -262,7 +262,7 @@ def test_end_to_end_checks_pass_rate_per_parser_and_type(src, imported, tmp_path
 
     # documents without any importable check (blank_book_pg1, buildingnotes) are no_reference, not dropped
     for d in set(summary.documents) - set(truth):
-        states = {m["state"] for m in rows if m["doc_id"] == d and m["metric"] == "extraction.checks_pass"}
+        states = {m["state"] for m in rows if m["item"] == d and m["metric"] == "extraction.checks_pass"}
         assert states == {"no_reference"}
 
     # A worked case, from the PDF by eye: mathfuncs_colswitch.pdf stores section 3 before section 2 in its content

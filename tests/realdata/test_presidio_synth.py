@@ -172,7 +172,7 @@ def audit_and_check(shared_data: Path, tmp_path: Path, limit: int | None) -> Non
     assert cfg["label_map"] == LABEL_MAP and cfg["entities"] == sorted(ENTITIES)
 
     summary = {(s["metric"], s["label"]): s for s in rep["summary"]
-               if s["parser"] == "reference" and s["doc_class"] == "__all__"}
+               if s["pipeline"] == "reference" and s["doc_class"] == "__all__"}
     preds = PresidioDetector(entities=list(ENTITIES)).detect_batch([r["full_text"] for r in recs])
     expected = independent_counts(recs, preds, LABEL_MAP, set(ENTITIES))
 

@@ -80,7 +80,7 @@ def test_report_reproduces_the_published_teds(imported, expected, tmp_path):
     assert r.exit_code == 0, r.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["config"]["auditors"]["tables"]["deviations"] == "published (PubTabNet reference)"
-    rows = {(m["doc_id"], m["metric"], m["label"]): m for m in report["measurements"]}
+    rows = {(m["item"], m["metric"], m["label"]): m for m in report["measurements"]}
     published = expected["batch_sample_pred_vs_sample_gt"]
     assert len(published) == 20
     for name, value in published.items():
@@ -93,7 +93,8 @@ def test_report_reproduces_the_published_teds(imported, expected, tmp_path):
     # the examples have no prediction: no_prediction rows, outside the averages
     assert all(m["state"] == "no_prediction" for m in report["measurements"]
                if m["doc_class"] == "pubtabnet_examples")
-    summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"] if s["parser"] == "sample_pred"}
+    summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"]
+               if s["pipeline"] == "sample_pred"}
     mean = sum(published.values()) / 20
     for cls in ("pubtabnet", "__all__"):
         teds_row, teds_s_row = summary[cls, "tables.teds", ""], summary[cls, "tables.teds_s", ""]

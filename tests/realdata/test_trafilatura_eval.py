@@ -141,7 +141,7 @@ def test_cli_reports_every_cleaner_on_every_page(imported, by_doc, direct, tmp_p
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["config"]["run"]["parsers"] == ["unstructured"]
-    rows = {(m["doc_id"], m["metric"], m["label"]): m for m in report["measurements"]
+    rows = {(m["item"], m["metric"], m["label"]): m for m in report["measurements"]
             if m["stage"] == "boilerplate"}
     for doc_id in by_doc:
         for cleaner in CLEANERS:

@@ -1,0 +1,202 @@
+"""Pipelines: the named chains of stage implementations a report compares (DESIGN.md, "Pipelines and the stage
+chain").
+
+A pipeline is ``parser -> cleaner -> chunker -> embedder -> index``; each stage is an implementation name with its
+options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from ``--parser NAME``
+(a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
+precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
+named ``<pipeline>/<option>=<value>`` so the value shows in every report column.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+STAGES = ("parser", "cleaner", "chunker", "embedder", "index")
+"""The configurable stages of a pipeline, in the order data flows through them."""
+
+DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "recursive", "embedder": "minilm",
+                            "index": "hnsw"}
+"""The implementation a stage takes when a pipeline leaves it out."""
+
+PRECOMPUTED = "precomputed"
+
+
+class PipelineError(ValueError):
+    """A pipeline definition or a ``--sweep`` is invalid; the message names the table or flag and the field."""
+
+
+@dataclass(frozen=True)
+class StageChoice:
+    """One stage of a pipeline: the implementation's name and its options (sorted ``(key, value)`` pairs)."""
+
+    use: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def kwargs(self) -> dict[str, Any]:
+        """The options as keyword arguments."""
+        return dict(self.options)
+
+    def with_option(self, key: str, value: Any) -> "StageChoice":
+        """A copy with ``key`` set to ``value``."""
+        return replace(self, options=tuple(sorted({**self.kwargs(), key: value}.items())))
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A named chain of stage implementations.
+
+    Attributes:
+        name: the report column's name.
+        stages: one `StageChoice` per name in `STAGES`.
+        precomputed_root: for a precomputed pipeline, the ``--outputs`` folder (its outputs are under
+            ``precomputed_root / name``); None for configured pipelines.
+    """
+
+    name: str
+    stages: tuple[tuple[str, StageChoice], ...]
+    precomputed_root: Path | None = None
+
+    def stage(self, name: str) -> StageChoice:
+        """The `StageChoice` of stage ``name`` (one of `STAGES`)."""
+        return dict(self.stages)[name]
+
+    @property
+    def folder(self) -> Path | None:
+        """The precomputed outputs' folder (``precomputed_root / name``), or None."""
+        return None if self.precomputed_root is None else self.precomputed_root / self.name
+
+
+def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed_root: Path | None = None,
+                  where: str = "") -> Pipeline:
+    """Build a pipeline from a ``[pipelines.<name>]`` table: each stage is a string (the implementation) or a table
+    ``{use = "...", option = value, ...}``; stages left out take `DEFAULTS` (precomputed pipelines take the
+    ``precomputed`` parser, cleaner and chunker, which read what the outputs hold).
+
+    Raises:
+        PipelineError: an unknown stage key, or a stage that is neither a string nor a table with ``use``.
+    """
+    table = dict(table or {})
+    where = where or f"[pipelines.{name}]"
+    unknown = sorted(set(table) - set(STAGES))
+    if unknown:
+        raise PipelineError(f"{where}: unknown stage {', '.join(map(repr, unknown))}; stages are {', '.join(STAGES)}")
+    defaults = dict(DEFAULTS)
+    if precomputed_root is not None:
+        defaults.update(parser=PRECOMPUTED, cleaner=PRECOMPUTED, chunker=PRECOMPUTED)
+    stages = []
+    for stage in STAGES:
+        raw = table.get(stage, defaults[stage])
+        if isinstance(raw, str) and raw:
+            choice = StageChoice(raw)
+        elif isinstance(raw, dict) and isinstance(raw.get("use"), str) and raw["use"]:
+            opts = {k: v for k, v in raw.items() if k != "use"}
+            choice = StageChoice(raw["use"], tuple(sorted(opts.items())))
+        else:
+            raise PipelineError(f"{where}.{stage}: give an implementation name or a table with 'use' "
+                                f"(e.g. {stage} = {{ use = \"{DEFAULTS[stage]}\" }})")
+        stages.append((stage, choice))
+    return Pipeline(name, tuple(stages), precomputed_root)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``--sweep STAGE.OPTION=V1,V2,...``: values are parsed as JSON where they parse (``256`` is a number,
+    ``true`` a boolean), else kept as strings."""
+
+    stage: str
+    option: str
+    values: tuple[Any, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def parse(cls, text: str) -> "Sweep":
+        """Parse one ``--sweep`` flag.
+
+        Raises:
+            PipelineError: not ``STAGE.OPTION=V1,...``, an unknown stage, or no value.
+        """
+        key, eq, vals = text.partition("=")
+        stage, dot, option = key.strip().partition(".")
+        if not eq or not dot or not option or not vals.strip():
+            raise PipelineError(f"--sweep {text!r}: expected STAGE.OPTION=V1,V2,... (e.g. chunker.size=256,512)")
+        if stage not in STAGES:
+            raise PipelineError(f"--sweep {text!r}: unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        values = []
+        for v in vals.split(","):
+            v = v.strip()
+            try:
+                values.append(json.loads(v))
+            except ValueError:
+                values.append(v)
+        return cls(stage, option.strip(), tuple(values))
+
+
+def expand(pipelines: list[Pipeline], sweeps: list[Sweep]) -> list[Pipeline]:
+    """One variant per combination of sweep values for every pipeline, named ``<name>/<option>=<value>[,...]``.
+
+    Example: ``pymupdf`` swept over ``chunker.size=128,256`` gives ``pymupdf/size=128`` and ``pymupdf/size=256``.
+    """
+    if not sweeps:
+        return list(pipelines)
+    out = []
+    for p in pipelines:
+        for combo in product(*(s.values for s in sweeps)):
+            stages = dict(p.stages)
+            for s, v in zip(sweeps, combo):
+                stages[s.stage] = stages[s.stage].with_option(s.option, v)
+            label = ",".join(f"{s.option}={_show(v)}" for s, v in zip(sweeps, combo))
+            out.append(replace(p, name=f"{p.name}/{label}", stages=tuple(stages.items())))
+    return out
+
+
+def _show(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def resolve(*, configured: dict[str, dict[str, Any]], selected: list[str], parsers: list[str],
+            outputs: Path | None, sweeps: list[Sweep], default_parsers: list[str]) -> list[Pipeline]:
+    """The pipelines of a run, in report order.
+
+    Args:
+        configured: the ``[pipelines]`` tables of the config.
+        selected: ``--pipeline`` names (each must be configured).
+        parsers: ``--parser`` names: each a pipeline of that name with the defaults and that parser (a configured
+            pipeline of the same name is used as is).
+        outputs: ``--outputs`` folder: one precomputed pipeline per subfolder (hidden folders skipped).
+        sweeps: ``--sweep`` flags, applied to every pipeline.
+        default_parsers: ``[run] parsers``, used when nothing else names a pipeline and no pipeline is configured.
+
+    Raises:
+        PipelineError: an unknown ``--pipeline``, a name given twice, or no pipeline at all.
+    """
+    out: list[Pipeline] = []
+    for name in selected:
+        if name not in configured:
+            known = ", ".join(sorted(configured)) or "none"
+            raise PipelineError(f"--pipeline {name!r}: no [pipelines.{name}] in the config (configured: {known})")
+        out.append(make_pipeline(name, configured[name]))
+    for name in parsers:
+        if name == PRECOMPUTED:
+            continue  # stands for every folder of --outputs
+        out.append(make_pipeline(name, configured.get(name, {"parser": name})))
+    if outputs is not None:
+        for sub in sorted(p for p in outputs.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            out.append(make_pipeline(sub.name, configured.get(sub.name), precomputed_root=outputs.resolve(),
+                                     where=f"--outputs {outputs}/{sub.name}"))
+    if not out and not selected and not parsers and outputs is None:
+        if configured:
+            out = [make_pipeline(n, t) for n, t in configured.items()]
+        else:
+            out = [make_pipeline(n, {"parser": n}) for n in default_parsers]
+    names = [p.name for p in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise PipelineError(f"pipeline name given twice: {', '.join(twice)} (a --parser and an --outputs folder "
+                            "or a --pipeline of the same name?)")
+    if not out:
+        raise PipelineError("no pipeline to audit: pass --parser NAME, --pipeline NAME or --outputs DIR")
+    return expand(out, sweeps)

