@@ -73,6 +73,7 @@ class DocChunks:
     evidence: dict[tuple[str, int], EvidenceTrace] = field(default_factory=dict)
     tokens: list[int] = field(default_factory=list)
     embed_stats: dict[str, Any] = field(default_factory=dict)
+    intervals: list[tuple[int, int] | None] = field(default_factory=list)  # located [start, end) in the cleaned text
 
 
 @dataclass
@@ -206,7 +207,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     positions = [to_ref.covered_positions(loc[0], loc[1]) if (loc and to_ref is not None)
                  else np.zeros(0, dtype=np.int64) for loc in located]
     doc = DocChunks(doc_id, doc_class, State.OK if chunks else State.NO_PREDICTION,
-                    "" if chunks else "the chunker returned no chunk", texts, pages, sections, meta)
+                    "" if chunks else "the chunker returned no chunk", texts, pages, sections, meta,
+                    intervals=list(located))
     tokens: list[int] = []
     if embedder is not None and texts:
         tokens = list(embedder.count_tokens(texts))

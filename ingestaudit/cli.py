@@ -224,6 +224,22 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             rel = doc.truth_json.relative_to(found.root).as_posix()
             for p in validate_pii_gold(truth.text, truth.pii):  # overlaps and Luhn failures warn, bad spans fail
                 (problems if p.severity == "error" else warnings).append(f"{rel}: pii[{p.index}]: {p.message}")
+    if found.questions is not None:
+        from ingestaudit.questions import load_questions
+
+        truths = {}
+        for doc in found.documents:
+            try:
+                truths[doc.doc_id] = load_truth(doc, found.root)
+            except TruthError:
+                from ingestaudit.truth import Truth
+
+                truths[doc.doc_id] = Truth()
+        try:
+            qset = load_questions(found.questions, found.questions.name, truths)
+            problems += [str(p) for p in qset.problems]
+        except OSError as exc:
+            problems.append(f"{found.questions.name}: unreadable ({exc.strerror or exc})")
     for w in warnings:
         typer.echo(f"warning: {w}")
     for p in problems:
@@ -333,6 +349,31 @@ def import_(
         _fail(str(exc), "see 'ingestaudit import --help'")
     for line in summary.lines():
         typer.echo(line)
+
+
+def _register_eval_run() -> None:
+    from ingestaudit.evalrun import eval_run
+
+    app.command("eval-run", help="Score a TREC-format run against qrels with trec_eval's conventions "
+                                 "(no corpus needed).")(eval_run)
+
+
+_register_eval_run()
+
+
+@app.command()
+def stages() -> None:
+    """List the stages that can be audited, and the implementations of each pipeline stage."""
+    from ingestaudit.auditors.registry import stage_names
+    from ingestaudit.pipeline import DEFAULTS
+    from ingestaudit.stages.chunkers.registry import chunker_names
+    from ingestaudit.stages.cleaners.registry import cleaner_names
+    from ingestaudit.stages.embedders.registry import embedder_names
+
+    typer.echo("audited stages: " + ", ".join(stage_names()))
+    for stage, names in (("cleaner", cleaner_names()), ("chunker", chunker_names()),
+                         ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"])):
+        typer.echo(f"{stage} (default {DEFAULTS[stage]}): " + ", ".join(names))
 
 
 def main() -> None:

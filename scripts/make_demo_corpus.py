@@ -581,6 +581,89 @@ LIBRARY = WebPage(
 BORN_DIGITAL = (PUMP, BYLAW, LAB)
 WEB = (TRAIL, KETTLE, LIBRARY)
 
+# Truth ``metadata`` per class (plus ``lang``, the document's language): what a retrieval filter may test.
+SOURCE_BY_CLASS = {"born_digital": "pdf", "scanned": "scan", "web": "web"}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Labelled questions (questions.jsonl): evidence is written as exact substrings, headings or pages of the reference
+# text; `questions_jsonl` turns each into offsets and checks it against the generated truth.
+# ---------------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ev:
+    """One evidence item: ``span`` (an exact substring occurring once in the document's reference text),
+    ``section`` (a heading text of the truth ``headings``), ``page`` (1-based; ``on_page`` is a substring that must
+    lie on that page), or none of them (the whole document)."""
+
+    doc: str
+    span: str | None = None
+    section: str | None = None
+    page: int | None = None
+    on_page: str | None = None
+    grade: int | None = None
+
+
+@dataclass(frozen=True)
+class Q:
+    """One question. ``false_exclusion``: the ``filter`` deliberately excludes the question's own evidence (the
+    generator checks that it does; every other filter must let all evidence documents through)."""
+
+    id: str
+    question: str
+    evidence: tuple[Ev, ...] = ()
+    filter: dict | None = None
+    answerable: bool = True
+    false_exclusion: bool = False
+
+
+QUESTIONS = (
+    Q("demo-01", "How long does it take to replace the tube cartridge of the HX-40 pump?",
+      (Ev("born_digital/pump_field_note", span="Keep a spare cartridge on site, because a replacement takes less "
+          "than five minutes and avoids a long stop of the line."),)),
+    Q("demo-02", "What does fault code E5 mean on the HX-40 pump?",
+      (Ev("born_digital/pump_field_note", span="Code E5 means the outlet pressure exceeded the configured limit; "
+          "look for a closed valve or a blocked filter downstream before raising the limit."),)),
+    Q("demo-03", "How should the HX-40 pump be stored when it is out of use for more than a month?",
+      (Ev("born_digital/pump_field_note", page=2, on_page="For storage longer than a month"),)),
+    Q("demo-04", "Where should the HX-40 be mounted, and how should its outlet line be routed?",
+      (Ev("born_digital/pump_field_note", section="Mounting"),)),
+    Q("demo-05", "Under what conditions can the Town Clerk exempt work from the Larkspur Bay quiet hours?",
+      (Ev("born_digital/bylaw_quiet_hours", section="5. Exemptions"),)),
+    Q("demo-06", "How often should the K2 kettle be descaled in a hard-water area, and how is it done?",
+      (Ev("web/kettle_faq", span="In hard-water areas we recommend descaling every four weeks.", grade=2),
+       Ev("web/kettle_faq", span="Fill the kettle to the 1.0 litre mark with equal parts water and white vinegar, "
+          "bring it to the boil and leave it to stand for an hour.", grade=1))),
+    Q("demo-07", "How much sludge did the settling bucket collect during the greywater trial?",
+      (Ev("born_digital/lab_notes_right_first", span="The settling bucket collected a surprising amount of "
+          "material: about 180 ml of sludge over six days, most of it lint and food particles."),)),
+    Q("demo-08", "How did the outlet turbidity of column B compare with column A?",
+      (Ev("born_digital/lab_notes_right_first", span="Its outlet turbidity stayed between 3 and 5 NTU, while "
+          "column A rose from 6 to 19 NTU over the week."),)),
+    Q("demo-09", "Which phone number can residents call about the Heron Street water main works?",
+      (Ev("scanned/notice_water_main", span="If you have questions, call our project line on 555-0198 or write "
+          "to heron.street@water.larkspurbay.example."),)),
+    Q("demo-10", "At what oven temperature is the oat and apple loaf baked?",
+      (Ev("scanned/recipe_card_degraded", span="2. Heat the oven to 180 \u00b0C and line a loaf tin with baking "
+          "paper."),)),
+    Q("demo-11", "When is the Willow Lane allotment open day?",
+      (Ev("scanned/allotment_minutes", span="The open day will be held on Saturday 22 June."),)),
+    Q("demo-12", "When are the lower cliff steps of the Cliff Path Loop closed?",
+      (Ev("web/trail_guide", span="The lower cliff steps close from 1 November to 28 February each year while the "
+          "seabird colony is nesting."),),
+      filter={"source": ["web", "pdf"]}),
+    Q("demo-13", "Wann hat die Stadtbibliothek Wiesenfeld samstags ge\u00f6ffnet?",
+      (Ev("web/stadtbibliothek_oeffnungszeiten", span="Samstag: 10 bis 16 Uhr"),),
+      filter={"lang": "de"}),
+    Q("demo-14", "What fine does a second quiet-hours offence carry in Larkspur Bay?",
+      (Ev("born_digital/bylaw_quiet_hours", span="A second offence within twelve months carries a fine of 250 "
+          "dollars"),),
+      filter={"source": "web"}, false_exclusion=True),
+    Q("demo-15", "Which document explains how to commission the HX-40 peristaltic pump?",
+      (Ev("born_digital/pump_field_note"),)),
+    Q("demo-16", "What are the opening hours of the Larkspur Bay public swimming pool?", answerable=False),
+)
+
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Layout of paged documents

@@ -145,6 +145,48 @@ class _Run:
             for q in qs:
                 self._all_missing(out, q, State.NO_PREDICTION, "the pipeline produced no chunk for any document")
             return out
+        user = self._user_results()
+        if isinstance(user, str):  # a malformed retrieval.jsonl: every question is an error, with the file named
+            for q in qs:
+                self._all_missing(out, q, State.ERROR, user)
+            return out
+        kmax = max(self.ks)
+        top1: dict[str, float] = {}
+        waterfall: dict[str, dict[str, int]] = {}
+        allowed = [self._allowed(q) for q in qs]
+        if user is None:
+            ranks, latencies, out.timings = self._search(qs, allowed, kmax)
+        else:
+            ranks, latencies = user["ranks"], user["latency_ms"]
+            out.timings = {"source": user["path"]}
+        for qi, q in enumerate(qs):
+            ann_rank, exact_rank, score = ranks[qi]
+            if isinstance(ann_rank, str):
+                self._all_missing(out, q, State.ERROR, ann_rank)
+                continue
+            if score is not None:
+                top1[q.id] = score
+            if not q.answerable:
+                self._all_missing(out, q, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
+                                  detail={"top1_score": top1.get(q.id)})
+                continue
+            failed = [(ev.doc, self.docs[ev.doc].reason) for ev in q.relevant
+                      if ev.doc in self.docs and self.docs[ev.doc].state in (State.ERROR, State.SKIPPED)]
+            if failed:
+                self._all_missing(out, q, State.ERROR, f"evidence document {failed[0][0]} failed: {failed[0][1]}")
+                continue
+            self._question(out, q, self.ctx.question_classes[q.id], ann_rank[:kmax], exact_rank[:kmax],
+                           allowed[qi], waterfall)
+        out.timings["query_latency_ms"] = {"p50": _nearest_rank(latencies, 50), "p95": _nearest_rank(latencies, 95),
+                                           "n": len(latencies), "method": "nearest rank"}
+        out.corpus_scores += self._auroc(top1)
+        out.details["waterfall"] = {"k": kmax, "outcomes": list(OUTCOMES),
+                                    "by_class": {c: waterfall[c] for c in sorted(waterfall)}}
+        return out
+
+    def _search(self, qs: list[Any], allowed: list[np.ndarray | None], kmax: int
+                ) -> tuple[list[tuple[Any, list[int], float | None]], list[float], dict[str, Any]]:
+        """Per question: the approximate index's ranked chunk rows, the exact ranking and the top-1 score."""
         from ingestaudit.stages.index import IndexSettings, build_ann, build_exact, search, timed_search
 
         choice = self.ctx.pipeline.stage("index")
@@ -155,39 +197,83 @@ class _Run:
         t0 = time.perf_counter()
         qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
         embed_s = time.perf_counter() - t0
-        kmax = max(self.ks)
-        allowed = [self._allowed(q) for q in qs]
-        latencies: list[float] = []
-        top1: dict[str, float] = {}
-        waterfall: dict[str, dict[str, int]] = {}
-        for qi, q in enumerate(qs):
-            cls = self.ctx.question_classes[q.id]
-            ex_scores, ex_ids = search(exact, qvec[qi:qi + 1], kmax, allowed=allowed[qi])
+        ranks, latencies = [], []
+        for qi in range(len(qs)):
+            _, ex_ids = search(exact, qvec[qi:qi + 1], kmax, allowed=allowed[qi])
             an_scores, an_ids, lat = timed_search(ann, qvec[qi:qi + 1], kmax, allowed=[allowed[qi]])
             latencies += [float(x) for x in lat]
             ann_rank = [int(i) for i in an_ids[0] if i >= 0]
-            exact_rank = [int(i) for i in ex_ids[0] if i >= 0]
-            if ann_rank:
-                top1[q.id] = float(an_scores[0][0])
-            if not q.answerable:
-                self._all_missing(out, q, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
-                                  detail={"top1_score": top1.get(q.id)})
+            ranks.append((ann_rank, [int(i) for i in ex_ids[0] if i >= 0],
+                          float(an_scores[0][0]) if ann_rank else None))
+        timings = {"index_build_s": build_s, "index_memory_bytes": mem, "question_embedding_s": embed_s,
+                   "chunks_embedded": int(sum(len(d.texts) for d in self.ctx.docs if d.vectors is not None)),
+                   "tokens_embedded": int(sum(sum(d.tokens) for d in self.ctx.docs))}
+        return ranks, latencies, timings
+
+    def _user_results(self) -> dict[str, Any] | str | None:
+        """A precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md): per question its ranked chunks, as rows of this
+        run's chunks; None when the pipeline has none, a message naming the file and line when it is malformed.
+        Its ranking is the retriever's: exact and approximate are not told apart (misses are ``missed_by_ranking``)."""
+        import json
+
+        folder = self.ctx.pipeline.folder
+        if folder is None or not (folder / "retrieval.jsonl").is_file():
+            return None
+        path = folder / "retrieval.jsonl"
+        by_q: dict[str, tuple[Any, list[int], float | None]] = {}
+        latency: list[float] = []
+        known = {q.id for q in self.ctx.questions}
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"{path}: unreadable ({exc})"
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
                 continue
-            failed = [(ev.doc, self.docs[ev.doc].reason) for ev in q.relevant
-                      if ev.doc in self.docs and self.docs[ev.doc].state in (State.ERROR, State.SKIPPED)]
-            if failed:
-                self._all_missing(out, q, State.ERROR, f"evidence document {failed[0][0]} failed: {failed[0][1]}")
-                continue
-            self._question(out, q, cls, ann_rank, exact_rank, allowed[qi], waterfall)
-        out.corpus_scores += self._auroc(top1)
-        out.details["waterfall"] = {"k": kmax, "outcomes": list(OUTCOMES),
-                                    "by_class": {c: waterfall[c] for c in sorted(waterfall)}}
-        out.timings = {"query_latency_ms": {"p50": _nearest_rank(latencies, 50), "p95": _nearest_rank(latencies, 95),
-                                            "n": len(latencies), "method": "nearest rank, one thread"},
-                       "index_build_s": build_s, "index_memory_bytes": mem, "question_embedding_s": embed_s,
-                       "chunks_embedded": int(sum(len(d.texts) for d in self.ctx.docs if d.vectors is not None)),
-                       "tokens_embedded": int(sum(sum(d.tokens) for d in self.ctx.docs))}
-        return out
+            try:
+                rec = json.loads(line)
+                qid, results = rec["question"], rec["results"]
+                if not isinstance(qid, str) or not isinstance(results, list):
+                    raise TypeError("'question' must be a string and 'results' a list")
+            except (ValueError, KeyError, TypeError) as exc:
+                return f"{path}: line {n}: {exc}"
+            if qid not in known:
+                return f"{path}: line {n}: unknown question {qid!r}"
+            rows: list[int] = []
+            problem = None
+            for j, r in enumerate(results):
+                row = self._user_row(r)
+                if isinstance(row, str):
+                    problem = f"{path}: line {n}: results[{j}]: {row}"
+                    break
+                rows.append(row)
+            score = results[0].get("score") if results and isinstance(results[0], dict) else None
+            by_q[qid] = (problem or rows, problem or rows, float(score) if isinstance(score, (int, float)) else None)
+            if isinstance(rec.get("latency_ms"), (int, float)):
+                latency.append(float(rec["latency_ms"]))
+        ranks = [by_q.get(q.id, ([], [], None)) for q in self.ctx.questions]
+        return {"ranks": ranks, "latency_ms": latency, "path": str(path)}
+
+    def _user_row(self, r: Any) -> int | str:
+        """The chunk row a user's result names (``{"doc", "chunk": index or {"start", "end"}}``), or why not."""
+        if not isinstance(r, dict) or not isinstance(r.get("doc"), str) or "chunk" not in r:
+            return "needs 'doc' and 'chunk'"
+        doc, chunk = r["doc"], r["chunk"]
+        d = self.docs.get(doc)
+        if d is None:
+            return f"unknown document {doc!r}"
+        if isinstance(chunk, int) and not isinstance(chunk, bool):
+            idx = chunk
+        elif isinstance(chunk, dict) and isinstance(chunk.get("start"), int) and isinstance(chunk.get("end"), int):
+            hits = [i for i, iv in enumerate(d.intervals) if iv == (chunk["start"], chunk["end"])]
+            if not hits:
+                return f"no chunk of {doc!r} at [{chunk['start']}, {chunk['end']})"
+            idx = hits[0]
+        else:
+            return "'chunk' must be an index or {\"start\", \"end\"}"
+        if (doc, idx) not in self.row_of:
+            return f"unknown chunk {chunk!r} of {doc!r} ({len(d.texts)} chunks)"
+        return self.row_of[(doc, idx)]
 
     def _allowed(self, q: Any) -> np.ndarray | None:
         """The chunk rows a question's filter lets through (None: no filter)."""

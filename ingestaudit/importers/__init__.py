@@ -41,6 +41,7 @@ IMPORTERS: dict[str, str] = {
     "pubtabnet": "ingestaudit.importers.pubtabnet:import_pubtabnet",
     "icdar2013": "ingestaudit.importers.icdar2013:import_icdar2013",
     "pdfplumber-tagged": "ingestaudit.importers.pdfplumber_tagged:import_pdfplumber_tagged",
+    "chroma-chunking-eval": "ingestaudit.importers.chroma_chunking_eval:import_chroma_chunking_eval",
 }
 """Importer kind (the CLI's ``KIND``) -> ``module:function``."""
 

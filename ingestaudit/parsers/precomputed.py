@@ -65,13 +65,16 @@ class OutputSpan(_Strict):
 
 
 class OutputChunk(_Strict):
-    """A chunk: its text and where it came from (offsets in code points of the output's ``text``, end exclusive)."""
+    """A chunk: its text and its pointer (offsets in code points of the cleaned text the chunker read: the output's
+    ``clean_text`` when given, else its ``text``; end exclusive). Pointers are not checked here: the chunking audit
+    verifies them (``chunking.attribution``) so a bad pointer is a measured failure, not a rejected file."""
 
     text: str
     start: int | None = Field(default=None, ge=0)
     end: int | None = Field(default=None, ge=0)
     page: int | None = Field(default=None, ge=1)
     section: str | list[str] | None = None
+    metadata: dict[str, str | int | float | bool] = {}
 
     @model_validator(mode="after")
     def _ordered(self) -> "OutputChunk":
@@ -108,9 +111,6 @@ class OutputFile(_Strict):
         for i, span in enumerate(self.pii or []):
             if span.end > n:
                 raise ValueError(f"pii[{i}]: span [{span.start}, {span.end}) is outside the text ({n} code points)")
-        for i, chunk in enumerate(self.chunks or []):
-            if chunk.end is not None and chunk.end > n:
-                raise ValueError(f"chunks[{i}]: end {chunk.end} is outside the text ({n} code points)")
         return self
 
     @property
