@@ -198,6 +198,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                        headings=tuple((h.start, h.end, h.level, h.text) for h in layout.headings),
                        block_spans=tuple(block_spans_from_parsed(parsed, cleaned, clean_map)),
                        extras=dict(parsed.extras))
+    if getattr(chunker, "fallback", None) is not None and not isinstance(parsed.extras.get("chunks"), list):
+        chunker = chunker.fallback  # an output without chunks: the default chunker runs on it
     chunks = list(chunker.chunk(inp, embedder))
     located = locate_chunks(cleaned, chunks)
     texts = [c.text for c in chunks]

@@ -54,12 +54,14 @@ class Pipeline:
         name: the report column's name.
         stages: one `StageChoice` per name in `STAGES`.
         precomputed_root: for a precomputed pipeline, the ``--outputs`` folder (its outputs are under
-            ``precomputed_root / name``); None for configured pipelines.
+            ``precomputed_root / source``); None for configured pipelines.
+        source: the outputs' subfolder name (a swept variant keeps its base pipeline's folder).
     """
 
     name: str
     stages: tuple[tuple[str, StageChoice], ...]
     precomputed_root: Path | None = None
+    source: str = ""
 
     def stage(self, name: str) -> StageChoice:
         """The `StageChoice` of stage ``name`` (one of `STAGES`)."""
@@ -67,8 +69,8 @@ class Pipeline:
 
     @property
     def folder(self) -> Path | None:
-        """The precomputed outputs' folder (``precomputed_root / name``), or None."""
-        return None if self.precomputed_root is None else self.precomputed_root / self.name
+        """The precomputed outputs' folder (``precomputed_root / source``), or None."""
+        return None if self.precomputed_root is None else self.precomputed_root / (self.source or self.name)
 
 
 def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed_root: Path | None = None,
@@ -100,7 +102,7 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
             raise PipelineError(f"{where}.{stage}: give an implementation name or a table with 'use' "
                                 f"(e.g. {stage} = {{ use = \"{DEFAULTS[stage]}\" }})")
         stages.append((stage, choice))
-    return Pipeline(name, tuple(stages), precomputed_root)
+    return Pipeline(name, tuple(stages), precomputed_root, name if precomputed_root is not None else "")
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def parser_spec(pipeline: Pipeline, parser_options: dict[str, dict[str, Any]]) -
     (``[parser_options.<name>]`` overridden by the pipeline's own parser options)."""
     choice = pipeline.stage("parser")
     if pipeline.precomputed_root is not None:
-        return ParserSpec(pipeline.name, {}, pipeline.precomputed_root)
+        return ParserSpec(pipeline.source or pipeline.name, {}, pipeline.precomputed_root)
     return ParserSpec(choice.use, {**parser_options.get(choice.use, {}), **choice.kwargs()})
 
 
@@ -142,7 +142,8 @@ def _impl(stage: str, choice: StageChoice, cache_dir: str | None = None) -> Any:
         elif stage == "chunker":
             from ingestaudit.stages.chunkers.registry import load_chunker
 
-            _STAGE_IMPLS[key] = load_chunker(choice.use, choice.kwargs())
+            _STAGE_IMPLS[key] = _precomputed_or(choice) if choice.use == "precomputed" else load_chunker(
+                choice.use, choice.kwargs())
         else:
             from ingestaudit.stages.embedders.registry import load_cached_embedder
 
@@ -155,6 +156,19 @@ def _impl(stage: str, choice: StageChoice, cache_dir: str | None = None) -> Any:
                 torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
             _STAGE_IMPLS[key] = load_cached_embedder(choice.use, choice.kwargs(), cache_dir)
     return _STAGE_IMPLS[key]
+
+
+def _precomputed_or(choice: StageChoice) -> Any:
+    """The ``precomputed`` chunker of an ``--outputs`` pipeline: the chunks an output holds, and for an output without
+    chunks the default chunker with the stage's other options (so ``--sweep chunker.size=...`` applies to it)."""
+    from ingestaudit.pipeline import DEFAULTS
+    from ingestaudit.stages.chunkers.registry import load_chunker
+
+    opts = choice.kwargs()
+    own = {k: opts.pop(k) for k in ("normalises_whitespace",) if k in opts}
+    chunker = load_chunker("precomputed", own)
+    chunker.fallback = load_chunker(DEFAULTS["chunker"], opts)
+    return chunker
 
 
 def _parse(task: Task) -> ParsedDocument:
@@ -504,7 +518,10 @@ def _stage_info(name: str, choice: StageChoice, cache_dir: str | None) -> StageI
     try:
         impl = _impl(name, choice, cache_dir)
         ok, ver = impl.available()
-        return StageInfo(implementation=choice.use, version=ver if ok else "unavailable", settings=impl.settings())
+        settings = dict(impl.settings())
+        if getattr(impl, "fallback", None) is not None:  # the chunker that runs on outputs without chunks
+            settings["without_chunks"] = {"implementation": impl.fallback.name, **impl.fallback.settings()}
+        return StageInfo(implementation=choice.use, version=ver if ok else "unavailable", settings=settings)
     except Exception as exc:  # shown, never fatal: the rows of that stage carry the error
         return StageInfo(implementation=choice.use, version=f"unavailable ({type(exc).__name__}: {exc})",
                          settings=choice.kwargs())

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python scripts/make_demo_corpus.py            # rewrites fixtures/demo/{docs,truth,MANIFEST.json}
+    python scripts/make_demo_corpus.py            # rewrites fixtures/demo/{docs,truth,questions.jsonl,MANIFEST.json}
     python scripts/make_demo_corpus.py --out DIR  # writes the same files under DIR
 
 Every byte is a function of this script and the versions of PyMuPDF, Pillow and zlib it runs with: PDFs get fixed
@@ -649,8 +649,8 @@ QUESTIONS = (
     Q("demo-11", "When is the Willow Lane allotment open day?",
       (Ev("scanned/allotment_minutes", span="The open day will be held on Saturday 22 June."),)),
     Q("demo-12", "When are the lower cliff steps of the Cliff Path Loop closed?",
-      (Ev("web/trail_guide", span="The lower cliff steps close from 1 November to 28 February each year while the "
-          "seabird colony is nesting."),),
+      (Ev("web/trail_guide", span="The lower cliff steps close from 1\u00a0November to 28\u00a0February each year "
+          "while the seabird colony is nesting."),),
       filter={"source": ["web", "pdf"]}),
     Q("demo-13", "Wann hat die Stadtbibliothek Wiesenfeld samstags ge\u00f6ffnet?",
       (Ev("web/stadtbibliothek_oeffnungszeiten", span="Samstag: 10 bis 16 Uhr"),),
@@ -873,12 +873,12 @@ def layout(doc: PageDoc) -> Layout:
     return out
 
 
-def truth_lines(doc: PageDoc, lay: Layout) -> list[str]:
-    """The reference text, one line per block, in reading order: per page header, (title, byline), body blocks,
-    (table caption and cells, row by row), footer."""
-    out: list[str] = []
+def truth_page_lines(doc: PageDoc, lay: Layout) -> list[list[str]]:
+    """The reference lines of each page, in reading order: header, (title, byline), body blocks, (table caption and
+    cells, row by row), footer."""
+    pages: list[list[str]] = []
     for p in range(lay.pages):
-        out += [ln.truth for ln in lay.lines if ln.page == p and ln.col == -2]
+        out = [ln.truth for ln in lay.lines if ln.page == p and ln.col == -2]
         if p == 0:
             out += [truth_form(doc.title), truth_form(doc.byline)]
         out += [truth_form(doc.body[i].text) for i in lay.blocks_on_page.get(p, [])]
@@ -886,7 +886,13 @@ def truth_lines(doc: PageDoc, lay: Layout) -> list[str]:
             out.append(doc.table.caption)
             out += [cell for row in doc.table.rows for cell in row]
         out += [ln.truth for ln in lay.lines if ln.page == p and ln.col == -3]
-    return out
+        pages.append(out)
+    return pages
+
+
+def truth_lines(doc: PageDoc, lay: Layout) -> list[str]:
+    """The reference text, one line per block, in reading order, page after page (`truth_page_lines`)."""
+    return [line for page in truth_page_lines(doc, lay) for line in page]
 
 
 def draw_pdf(doc: PageDoc, lay: Layout) -> pymupdf.Document:
@@ -1180,6 +1186,66 @@ def write_json(path: Path, obj: dict) -> None:
     write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+def truth_metadata(doc_class: str, language: str) -> dict:
+    """The truth ``metadata`` of a document: its language and its source kind (`SOURCE_BY_CLASS`)."""
+    return {"lang": language, "source": SOURCE_BY_CLASS[doc_class]}
+
+
+def filter_passes(flt: dict | None, metadata: dict) -> bool:
+    """The hard-filter rule of ``ingestaudit.questions.filter_passes``, restated: every field present and equal to
+    the value (or one of the listed values)."""
+    return all(k in metadata and metadata[k] in (v if isinstance(v, list) else [v]) for k, v in (flt or {}).items())
+
+
+def questions_jsonl(texts: dict[str, str], truths: dict[str, dict], pages: dict[str, list[str]]) -> str:
+    """`QUESTIONS` as ``questions.jsonl`` lines, span offsets computed from the substrings (code points, end
+    exclusive). Raises AssertionError when a span is not exactly once in its reference text, a section is not a
+    heading of the document, a page does not hold its ``on_page`` text, or a filter does not do what the question
+    says (lets the evidence through, or for ``false_exclusion`` excludes every evidence document)."""
+    lines: list[str] = []
+    ids: set[str] = set()
+    for q in QUESTIONS:
+        assert q.id not in ids, f"duplicate question id {q.id}"
+        ids.add(q.id)
+        assert q.answerable == bool(q.evidence), f"{q.id}: evidence iff answerable"
+        relevant: list[dict] = []
+        for ev in q.evidence:
+            text = texts[ev.doc]
+            item: dict = {"doc": ev.doc}
+            if ev.span is not None:
+                assert text.count(ev.span) == 1, f"{q.id}: span {ev.span!r} occurs {text.count(ev.span)} times"
+                start = text.index(ev.span)
+                assert text[start:start + len(ev.span)] == ev.span
+                item.update(start=start, end=start + len(ev.span))
+            elif ev.section is not None:
+                headings = [h["text"] for h in truths[ev.doc]["headings"]]
+                assert headings.count(ev.section) == 1, f"{q.id}: {ev.section!r} is not one heading of {ev.doc}"
+                item["section"] = ev.section
+            elif ev.page is not None:
+                doc_pages = pages[ev.doc]
+                assert len(doc_pages) > 1, f"{q.id}: page evidence wants a multi-page document, not {ev.doc}"
+                assert ev.on_page is not None and ev.on_page in doc_pages[ev.page - 1], f"{q.id}: page {ev.page}"
+                assert sum(ev.on_page in pg for pg in doc_pages) == 1, f"{q.id}: {ev.on_page!r} on several pages"
+                item["page"] = ev.page
+            if ev.grade is not None:
+                item["grade"] = ev.grade
+            relevant.append(item)
+        passes = [filter_passes(q.filter, truths[ev.doc]["metadata"]) for ev in q.evidence]
+        if q.false_exclusion:
+            assert q.filter and not any(passes), f"{q.id}: the filter must exclude every evidence document"
+        else:
+            assert all(passes), f"{q.id}: the filter excludes the question's own evidence"
+        out: dict = {"id": q.id, "question": q.question}
+        if relevant:
+            out["relevant"] = relevant
+        if q.filter is not None:
+            out["filter"] = q.filter
+        if not q.answerable:
+            out["answerable"] = False
+        lines.append(json.dumps(out, ensure_ascii=False) + "\n")
+    return "".join(lines)
+
+
 def paged_truth(doc: PageDoc, lay: Layout) -> tuple[str, dict]:
     lines = truth_lines(doc, lay)
     text = "\n".join(lines) + "\n"
@@ -1209,7 +1275,7 @@ def paged_truth(doc: PageDoc, lay: Layout) -> tuple[str, dict]:
 
 
 def generate(out: Path) -> dict[str, str]:
-    """Write docs/, truth/ and MANIFEST.json under ``out`` (docs/ and truth/ are replaced). Returns
+    """Write docs/, truth/, questions.jsonl and MANIFEST.json under ``out`` (docs/ and truth/ are replaced). Returns
     {relative path: sha256} of every generated file."""
     for sub in ("docs", "truth"):
         if (out / sub).exists():
@@ -1222,24 +1288,36 @@ def generate(out: Path) -> dict[str, str]:
         p.write_bytes(data)
         written.append(p)
 
-    def put_truth(rel_stem: str, text: str, truth: dict) -> None:
+    texts: dict[str, str] = {}
+    truths: dict[str, dict] = {}
+    pages: dict[str, list[str]] = {}
+
+    def put_truth(rel_stem: str, text: str, truth: dict, page_texts: list[str] | None = None) -> None:
+        truth = {**truth, "metadata": truth_metadata(rel_stem.split("/", 1)[0], truth["language"])}
         write_text(out / f"truth/{rel_stem}.txt", text)
         write_json(out / f"truth/{rel_stem}.json", truth)
         written.extend([out / f"truth/{rel_stem}.txt", out / f"truth/{rel_stem}.json"])
+        texts[rel_stem], truths[rel_stem], pages[rel_stem] = text, truth, page_texts or [text]
 
-    layouts: dict[str, tuple[str, dict]] = {}
+    def page_texts(doc: PageDoc, lay: Layout) -> list[str]:
+        return ["\n".join(lines) + "\n" for lines in truth_page_lines(doc, lay)]
+
+    layouts: dict[str, tuple[str, dict, list[str]]] = {}
     for doc in BORN_DIGITAL:
         lay = layout(doc)
         pdf = draw_pdf(doc, lay)
         save_pdf(pdf, out / f"docs/born_digital/{doc.name}.pdf")
         written.append(out / f"docs/born_digital/{doc.name}.pdf")
         text, truth = paged_truth(doc, lay)
-        layouts[doc.name] = (text, truth)
-        put_truth(f"born_digital/{doc.name}", text, truth)
+        layouts[doc.name] = (text, truth, page_texts(doc, lay))
+        put_truth(f"born_digital/{doc.name}", text, truth, layouts[doc.name][2])
 
     for scan in SCANS:
         src = scan.source
-        text, truth = layouts.get(src.name) or paged_truth(src, layout(src))
+        if src.name not in layouts:
+            lay = layout(src)
+            layouts[src.name] = (*paged_truth(src, lay), page_texts(src, lay))
+        text, truth, src_pages = layouts[src.name]
         png = png_bytes(scan_image(scan), scan.dpi)
         if scan.pdf:
             pdf = image_only_pdf(png, src.size, src.title)
@@ -1247,7 +1325,7 @@ def generate(out: Path) -> dict[str, str]:
             written.append(out / f"docs/scanned/{scan.name}.pdf")
         else:
             put_bytes(f"docs/scanned/{scan.name}.png", png)
-        put_truth(f"scanned/{scan.name}", text, truth)
+        put_truth(f"scanned/{scan.name}", text, truth, src_pages)
 
     for page in WEB:
         put_bytes(f"docs/web/{page.name}.html", web_html(page).encode("utf-8"))
@@ -1261,6 +1339,11 @@ def generate(out: Path) -> dict[str, str]:
         truth["boilerplate"] = {"with": [t for t in main if len(t.split()) >= 3],
                                 "without": [t for t in boiler if len(t.split()) >= 3]}
         put_truth(f"web/{page.name}", text, truth)
+
+    for doc_id, doc_pages in pages.items():
+        assert "".join(doc_pages) == texts[doc_id], f"{doc_id}: the pages do not make up the reference text"
+    write_text(out / "questions.jsonl", questions_jsonl(texts, truths, pages))
+    written.append(out / "questions.jsonl")
 
     hashes = {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(written)}
     manifest = {

@@ -17,14 +17,18 @@ from ingestaudit.truth import TextCheck, read_truth_file
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
 SCRIPT = ROOT / "scripts" / "make_demo_corpus.py"
-TEXT_SUFFIXES = {".txt", ".json", ".html"}
+TEXT_SUFFIXES = {".txt", ".json", ".html", ".jsonl"}
 LIGATURE_CHARS = "\ufb00\ufb01\ufb02\ufb03\ufb04"
 SHY = "\u00ad"
 
 
 def _files(root: Path) -> dict[str, Path]:
-    return {p.relative_to(root).as_posix(): p for sub in ("docs", "truth") for p in sorted((root / sub).rglob("*"))
-            if p.is_file()}
+    """Every generated file: docs/, truth/ and questions.jsonl (not MANIFEST.json nor the README)."""
+    files = {p.relative_to(root).as_posix(): p for sub in ("docs", "truth") for p in sorted((root / sub).rglob("*"))
+             if p.is_file()}
+    if (root / "questions.jsonl").is_file():
+        files["questions.jsonl"] = root / "questions.jsonl"
+    return files
 
 
 def _collapse(text: str) -> str:
@@ -73,7 +77,7 @@ def test_regenerated_text_files_are_byte_identical(regenerated: Path) -> None:
     # Truth files and HTML are pure Python output: identical with any library version.
     committed = _files(DEMO)
     text_rels = [rel for rel in committed if Path(rel).suffix in TEXT_SUFFIXES]
-    assert len(text_rels) == 23  # 10 documents x (.txt + .json) + 3 HTML pages
+    assert len(text_rels) == 24  # 10 documents x (.txt + .json) + 3 HTML pages + questions.jsonl
     for rel in text_rels:
         assert (regenerated / rel).read_bytes() == committed[rel].read_bytes(), rel
 
@@ -234,3 +238,39 @@ def test_web_pages_hide_what_the_absent_checks_name(truth_files: dict) -> None:
                 assert check.text in source, (rel, check.text)
         assert tf.boilerplate is not None and tf.boilerplate.without and tf.boilerplate.with_
     assert n == 8
+
+
+# --- questions.jsonl ------------------------------------------------------------------------------------------------
+
+def test_questions_are_valid_and_cover_every_evidence_kind() -> None:
+    import pymupdf
+
+    from ingestaudit.corpus import discover
+    from ingestaudit.questions import filter_passes, load_questions
+    from ingestaudit.truth import load_truth
+
+    corpus = discover(DEMO)
+    truths = {d.doc_id: load_truth(d, corpus.root) for d in corpus.documents}
+    qs = load_questions(DEMO / "questions.jsonl", "questions.jsonl", truths)
+    assert qs.problems == ()
+    assert 12 <= len(qs.questions) <= 16
+    kinds = [ev.kind for q in qs.questions for ev in q.relevant]
+    assert kinds.count("span") >= 10 and kinds.count("section") >= 2 and kinds.count("page") >= 1
+    for q in qs.questions:
+        for ev in q.relevant:
+            truth = truths[ev.doc]
+            if ev.kind == "span":  # a span starts and ends on word boundaries of the reference text
+                assert truth.text[ev.start:ev.end].strip() == truth.text[ev.start:ev.end], q.id
+                assert ev.start == 0 or not truth.text[ev.start - 1].isalnum(), q.id
+                assert ev.end == len(truth.text) or not truth.text[ev.end].isalnum(), q.id
+            elif ev.kind == "section":
+                assert ev.section in [h.text for h in truth.headings], q.id
+            elif ev.kind == "page":
+                with pymupdf.open(DEMO / f"docs/{ev.doc}.pdf") as doc:
+                    assert doc.page_count > 1 and ev.page <= doc.page_count, q.id
+    by_id = {q.id: q for q in qs.questions}
+    assert [ev.grade for ev in by_id["demo-06"].relevant] == [2, 1]  # a multi-passage question, graded
+    assert [q.id for q in qs.questions if not q.answerable] == ["demo-16"]
+    filtered = {q.id: [filter_passes(q.filter, truths[ev.doc].metadata or {}) for ev in q.relevant]
+                for q in qs.questions if q.filter}
+    assert filtered == {"demo-12": [True], "demo-13": [True], "demo-14": [False]}  # demo-14: a false exclusion
