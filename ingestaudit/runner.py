@@ -599,6 +599,11 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
     rows.sort(key=lambda r: (r.item_kind, r.item, order[r.pipeline], r.stage, r.metric, r.label))
     failures.sort(key=lambda f: (f.item, order.get(f.pipeline, -1), f.stage, f.message))
 
+    if "retrieval" in stages:
+        from ingestaudit.pipeline_tests import retrieval_comparison_details
+
+        ks = _auditor("retrieval", dict(stage_args)["retrieval"]).k
+        details += retrieval_comparison_details(rows, [p.name for p in pipelines], ks)
     infos = [_pipeline_info(p, specs[p.name], config) for p in pipelines]
     effective = config.model_dump(mode="json")
     del effective["run"]["workers"]  # changes speed, never numbers: keep reports of 1 and N workers identical
