@@ -23,6 +23,10 @@ Example::
     [report]
     bootstrap_resamples = 1000
     confidence = 0.95
+
+    [gate]                                  # regression budgets per metric (default: each metric's declaration)
+    "extraction.cer" = 0.02                 # absolute: worse by more than 0.02
+    "tables.teds" = "5%"                    # relative: worse by more than 5 % of the baseline value
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Config(_Strict):
     parser_options: dict[str, dict[str, Any]] = {}
     auditor_options: dict[str, dict[str, Any]] = {}
     report: ReportConfig = ReportConfig()
+    gate: dict[str, float | str] = {}  # [gate]: metric -> budget, absolute (0.01) or relative ("5%")
 
 
 def load_config(path: Path | None) -> Config:

@@ -12,7 +12,8 @@ Policies (printed in the report through `RetrievalAuditor.options` and stated in
 * a question the retriever returned nothing for scores 0 and stays in every denominator;
 * a question without evidence (``answerable: false``) is ``no_reference`` for ranking metrics and feeds
   ``retrieval.abstention_auroc``;
-* a question one of whose evidence documents failed (``error``/``skipped``) is an ``error`` row, never a miss;
+* a question one of whose evidence documents failed is an ``error`` row, never a miss (one whose document the
+  pipeline's parser does not read is ``skipped``);
   a document the pipeline produced nothing for (``no_prediction``) lost its evidence in parsing;
 * recall keeps the original evidence as its denominator, filtered or not.
 
@@ -170,10 +171,12 @@ class _Run:
                 self._all_missing(out, q, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
                                   detail={"top1_score": top1.get(q.id)})
                 continue
-            failed = [(ev.doc, self.docs[ev.doc].reason) for ev in q.relevant
+            failed = [(ev.doc, self.docs[ev.doc]) for ev in q.relevant
                       if ev.doc in self.docs and self.docs[ev.doc].state in (State.ERROR, State.SKIPPED)]
-            if failed:
-                self._all_missing(out, q, State.ERROR, f"evidence document {failed[0][0]} failed: {failed[0][1]}")
+            if failed:  # an error stays an error (listed in failures); a format the parser does not read, skipped
+                doc, d = next(((x, y) for x, y in failed if y.state is State.ERROR), failed[0])
+                verb = "failed" if d.state is State.ERROR else "was skipped"
+                self._all_missing(out, q, d.state, f"evidence document {doc} {verb}: {d.reason}")
                 continue
             self._question(out, q, self.ctx.question_classes[q.id], ann_rank[:kmax], exact_rank[:kmax],
                            allowed[qi], waterfall)

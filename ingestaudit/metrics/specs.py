@@ -23,6 +23,10 @@ class MetricSpec:
         unit: what the numerator and denominator count (``"chars"``, ``"words"``, ``"checks"``, ``"docs"``...).
         ideal: for metrics whose best value lies inside the range (completeness: 1.0), that value; gates then
             measure the distance ``|value - ideal|`` and ``higher_is_better`` is ignored.
+        budget: the regression gate's default budget: the largest worsening of the headline value tolerated before
+            a significant change counts as a regression, absolute (``0.01``) or relative to the baseline value
+            (``"5%"``). None means `default_budget`. Overridden by ``[gate]`` in ``ingestaudit.toml`` and by
+            ``--budget METRIC=X``.
     """
 
     name: str
@@ -33,6 +37,16 @@ class MetricSpec:
     ci: Literal["wilson", "bootstrap"] = "bootstrap"
     unit: str = ""
     ideal: float | None = None
+    budget: float | str | None = None
+
+    @property
+    def default_budget(self) -> float | str:
+        """The declared ``budget``; else 0.01 (absolute) for a bounded metric and for an edit rate (unit chars or
+        words: CER and WER can exceed 1 but live near [0, 1]), and ``"5%"`` (of the baseline value) for an
+        unbounded count or rate (documents in the largest cluster, false positives per 1,000 tokens)."""
+        if self.budget is not None:
+            return self.budget
+        return 0.01 if self.high is not None or self.unit in ("chars", "words") else "5%"
 
     def badness(self, value: float) -> float:
         """How far ``value`` is from best, oriented so that larger is worse (used by regression gates)."""

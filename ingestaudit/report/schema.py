@@ -6,6 +6,7 @@ keys, except in the ``states`` count map whose keys are the fixed state names.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ class CorpusInfo(_Model):
     fingerprint: str
     documents: dict[str, int]  # class -> document count
     questions: int = 0  # labelled questions read from questions.jsonl
+    item_hashes: dict[str, str] = {}  # item id -> SHA-256 of its content (document + truth files, or question)
 
 
 class StageInfo(_Model):
@@ -89,6 +91,7 @@ class SummaryRow(_Model):
     level: str = "document"
     numerator: float | None = None  # Σ numerator behind micro (None when rows carry no counts)
     denominator: float | None = None
+    definition: str = ""  # fingerprint of the metric's declaration and its stage's options (`definition_fingerprint`)
 
 
 class StageDetail(_Model):
@@ -114,8 +117,13 @@ class PairedTest(_Model):
     median_diff: float
     statistic: float
     p_value: float
-    significant: bool
+    significant: bool  # Holm-adjusted p < alpha (version-1 reports: the raw p, uncorrected)
     method: str
+    p_holm: float | None = None  # Holm-adjusted over the family; None when the test could not reach alpha / K
+    underpowered: bool = False  # no outcome on n_pairs pairs reaches the family's level (see report.paired)
+    diff: float | None = None  # headline difference b - a on the paired items (micro or mean)
+    diff_low: float | None = None  # its paired bootstrap interval
+    diff_high: float | None = None
 
 
 class Failure(_Model):
@@ -144,6 +152,17 @@ class Report(_Model):
     paired_tests: list[PairedTest] = []
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
 
+    def model_post_init(self, __context: Any) -> None:
+        """Give every summary row without one its definition fingerprint (rows of older reports, rows built by
+        hand), from this report's own config."""
+        cache: dict[tuple[str, str], str] = {}
+        for row in self.summary:
+            if not row.definition:
+                key = (row.metric, row.stage)
+                if key not in cache:
+                    cache[key] = definition_fingerprint(row.metric, row.stage, self.config)
+                row.definition = cache[key]
+
     @property
     def timings(self) -> dict[str, Any]:
         """Wall-clock numbers of the run (query latency, index build time) per pipeline and stage: written to
@@ -157,6 +176,35 @@ class Report(_Model):
     def to_json(self) -> str:
         """Serialise as indented JSON; raises ValueError if a NaN or infinity slipped in (``allow_nan=False``)."""
         return json.dumps(self.model_dump(mode="json"), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+RUN_SETTINGS_BY_STAGE = {"chunking": ("min_span_coverage",), "retrieval": ("min_span_coverage",)}
+"""Run-level settings (``config["run"]``) that change a stage's numbers and so belong to its definition."""
+
+
+def definition_inputs(metric: str, stage: str, config: dict[str, Any]) -> dict[str, Any]:
+    """What a metric's value means: its declaration (name, direction, range, unit, ideal; the description's wording
+    is left out), the options its stage ran with (``config["auditors"][stage]``: normalisation profile, matching
+    policy, k...) and the run settings of `RUN_SETTINGS_BY_STAGE`. Two rows whose inputs differ measure different
+    things and are never gated against each other. A metric the registry does not know contributes its name only."""
+    from ingestaudit.metrics import specs
+
+    try:
+        spec = specs.get(metric)
+        declared: dict[str, Any] = {"name": spec.name, "higher_is_better": spec.higher_is_better, "low": spec.low,
+                                    "high": spec.high, "unit": spec.unit, "ideal": spec.ideal}
+    except (KeyError, ImportError):
+        declared = {"name": metric}
+    run = config.get("run") if isinstance(config.get("run"), dict) else {}
+    auditors = config.get("auditors") if isinstance(config.get("auditors"), dict) else {}
+    return {"metric": declared, "options": auditors.get(stage, {}),
+            "run": {k: run.get(k) for k in RUN_SETTINGS_BY_STAGE.get(stage, ())}}
+
+
+def definition_fingerprint(metric: str, stage: str, config: dict[str, Any]) -> str:
+    """The first 16 hex digits of the SHA-256 of `definition_inputs` as canonical JSON."""
+    text = json.dumps(definition_inputs(metric, stage, config), sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
