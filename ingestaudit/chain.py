@@ -151,6 +151,31 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+class ChunkOutputError(ValueError):
+    """A chunker returned output no audit can be computed on (a non-chunk, empty text, offsets outside the text or
+    reversed); the message names the first such chunk. The document gets ``error`` rows for this pipeline."""
+
+
+def check_chunks(chunks: list[Any], n: int) -> None:
+    """Reject impossible chunker output for a cleaned text of ``n`` code points (a wrong but possible pointer, such
+    as a first-occurrence search's, is measured by ``chunking.attribution`` instead).
+
+    Raises:
+        ChunkOutputError: see the class.
+    """
+    for i, c in enumerate(chunks):
+        if not isinstance(c, Chunk):
+            raise ChunkOutputError(f"chunk {i} is a {type(c).__name__}, not a Chunk")
+        if not c.text.strip():
+            raise ChunkOutputError(f"chunk {i} is empty")
+        for name in ("start", "end"):
+            v = getattr(c, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > n):
+                raise ChunkOutputError(f"chunk {i}: {name} {v!r} is outside the text ({n} code points)")
+        if c.start is not None and c.end is not None and c.end < c.start:
+            raise ChunkOutputError(f"chunk {i}: end {c.end} is before start {c.start}")
+
+
 def _clean(cleaner: Any, parsed: ParsedDocument) -> str:
     """The pipeline cleaner's output; the ``precomputed`` cleaner without a ``clean_text`` keeps the parsed text."""
     from ingestaudit.stages.cleaners.base import CleanerInput
@@ -201,6 +226,7 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     if getattr(chunker, "fallback", None) is not None and not isinstance(parsed.extras.get("chunks"), list):
         chunker = chunker.fallback  # an output without chunks: the default chunker runs on it
     chunks = list(chunker.chunk(inp, embedder))
+    check_chunks(chunks, len(cleaned))
     located = locate_chunks(cleaned, chunks)
     texts = [c.text for c in chunks]
     pages = [layout.page_at(loc[0]) if loc else None for loc in located]

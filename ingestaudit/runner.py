@@ -534,6 +534,22 @@ def _package_version(name: str) -> str:
         return "not installed"
 
 
+def _check_embedders(pipelines: list[Pipeline], cache_dir: str | None) -> None:
+    """Load each pipeline's embedder once before any document runs: a missing model or tokenizer is one clear error.
+
+    Raises:
+        ValueError: the embedder cannot be built or its model does not load (the message names the set-up command).
+    """
+    for choice in {repr(p.stage("embedder")): p.stage("embedder") for p in pipelines}.values():
+        try:
+            embedder = _impl("embedder", choice, cache_dir)
+            check = getattr(embedder, "check", None) or getattr(getattr(embedder, "embedder", None), "check", None)
+            if check is not None:
+                check()
+        except Exception as exc:
+            raise ValueError(f"embedder {choice.use!r}: {exc}") from exc
+
+
 def _load_question_set(corpus: Corpus, truths: dict[str, Truth]) -> QuestionSet:
     """The corpus's questions (none without ``questions.jsonl``); an unreadable file is one problem."""
     if corpus.questions is None:
@@ -573,6 +589,8 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
         p.precomputed_root is None and p.stages != _default_stages(p) for p in pipelines)
     stages = select_stages(config.run.stages, list(truths.values()), opts, chain_default=chain_default)
     config.run.stages = stages
+    if any(s in CHAIN_STAGES for s in stages):
+        _check_embedders(pipelines, config.run.cache_dir)
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
     evidence = _evidence_by_doc(questions)
     specs = {p.name: parser_spec(p, config.parser_options) for p in pipelines}
