@@ -36,12 +36,12 @@ class UsageError(Exception):
 
 
 def _stdout():
-    """The payload console: at least 140 columns when not writing to a terminal (CI logs, files)."""
-    import sys
-
+    """The payload console: ``COLUMNS`` wide when set, else the terminal's width, else 100 columns (CI logs)."""
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 140)
+    from ingestaudit.report.render import terminal_width
+
+    return Console(width=terminal_width())
 
 
 def _stderr():
@@ -80,12 +80,22 @@ def run(
                                                 help="Seed of the bootstrap intervals and seeded stages.")] = None,
     config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
                                                    help="Config file (default: CORPUS/ingestaudit.toml).")] = None,
-    baseline: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_BASELINE",
-                                                     help="Baseline report.json: exit 1 on a regression.")] = None,
+    baseline: Annotated[Optional[str], typer.Option(envvar="INGESTAUDIT_BASELINE",
+                                                    help="Baseline report.json, or history:DB (its last accepted "
+                                                         "run): exit 1 on a regression.")] = None,
+    budget: Annotated[Optional[list[str]], typer.Option("--budget", envvar="INGESTAUDIT_BUDGET",
+                                                        help="METRIC=X: the gate's budget for METRIC, absolute "
+                                                             "(0.02) or relative (5%); repeatable.")] = None,
+    history: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_HISTORY",
+                                                    help="Append this run's summary to a DuckDB history file.")] = None,
+    label: Annotated[str, typer.Option(envvar="INGESTAUDIT_LABEL",
+                                       help="Label of this run in the history (e.g. a commit).")] = "",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", envvar="INGESTAUDIT_VERBOSE",
+                                          help="Print every row, not only the headline.")] = False,
     strict: Annotated[bool, typer.Option(envvar="INGESTAUDIT_STRICT",
                                          help="Exit 3 when any document failed.")] = False,
 ) -> None:
-    """Audit CORPUS with one or more pipelines; write OUT/report.json and OUT/report.md."""
+    """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ingestaudit.auditors.registry import UnknownStage
@@ -94,14 +104,13 @@ def run(
     from ingestaudit.io import write_atomic
     from ingestaudit.parsers.base import ParserUnavailable
     from ingestaudit.parsers.registry import PRECOMPUTED, UnknownParser
-    from ingestaudit.report.render import render_markdown, render_terminal
     from ingestaudit.pipeline import PipelineError, Sweep, resolve
     from ingestaudit.runner import parser_spec, run as run_audit
 
     try:
         found = discover(corpus)
         cfg_path = config if config is not None else (corpus / CONFIG_NAME if (corpus / CONFIG_NAME).is_file() else None)
-        cfg = load_config(cfg_path)
+        cfg = load_config(cfg_path, trusted=config is not None)  # a corpus's own toml is untrusted
     except (CorpusError, ConfigError) as exc:
         _fail(str(exc))
     if workers is not None:
@@ -127,14 +136,9 @@ def run(
     if out_dir == found.root or found.root in out_dir.parents:
         _fail(f"--out {out}: inside the corpus {found.root}; the corpus is never written to",
               "choose an output folder outside the corpus")
-    base_report = None
-    if baseline is not None:
-        from ingestaudit.report.schema import ReportError, read_report
-
-        try:
-            base_report = read_report(baseline)  # read before the audit: a bad baseline costs nothing
-        except ReportError as exc:
-            _fail(str(exc))
+    # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
+    base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
+                                                                 [p.name for p in pipes])
     cfg.run.parsers = [p.stage("parser").use for p in pipes if p.precomputed_root is None]
     try:
         for p in pipes:
@@ -160,25 +164,8 @@ def run(
             report = run_audit(found, pipes, cfg, progress=progress)
         except (UnknownStage, ValueError) as exc:
             _fail(str(exc))
-    write_atomic(out / "report.json", report.to_json())
-    write_atomic(out / "report.md", render_markdown(report))
-    if report.timings:
-        import json as _json
-
-        write_atomic(out / "timings.json", _json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
-    render_terminal(report, _stdout())
-    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}", highlight=False, markup=False)
-    code = EXIT_OK
-    if base_report is not None:
-        from ingestaudit.report.compare import compare_reports, render_comparison
-
-        comparison = compare_reports(base_report, report)
-        _stdout().print(render_comparison(comparison), highlight=False, markup=False)
-        if comparison.regressions:
-            code = EXIT_GATE
-    if code == EXIT_OK and strict and report.failures:
-        code = EXIT_FAILURES
-    raise typer.Exit(code)
+    raise typer.Exit(_finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
+                                 verbose, strict, console))
 
 
 @app.command()
@@ -195,7 +182,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     problems = [str(p) for p in found.problems]
     if (corpus / CONFIG_NAME).is_file():
         try:
-            cfg = load_config(corpus / CONFIG_NAME)
+            cfg = load_config(corpus / CONFIG_NAME, trusted=False)  # module paths are a problem (issue 15)
         except ConfigError as exc:
             problems.append(str(exc))
         else:
@@ -205,6 +192,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
                 select_stages(cfg.run.stages, [], cfg.auditor_options)
             except ValueError as exc:
                 problems.append(f"{CONFIG_NAME}: {exc}")
+            except Exception as exc:  # an option of the wrong type that an auditor did not expect: named, no traceback
+                problems.append(f"{CONFIG_NAME}: auditor_options: {type(exc).__name__}: {exc}")
     from ingestaudit.auditors.pii import validate_pii_gold
     from ingestaudit.metrics.teds import parse_table
 
@@ -214,6 +203,9 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             truth = load_truth(doc, found.root)
         except TruthError as exc:
             problems += [str(p) for p in exc.problems]
+            continue
+        except Exception as exc:  # never a traceback: the document's labels are named
+            problems.append(f"truth/{doc.doc_id}: {type(exc).__name__}: {exc}")
             continue
         rel_truth = doc.truth_json.relative_to(found.root).as_posix() if doc.truth_json else doc.doc_id
         for k, html in enumerate(truth.tables):  # a reference table the TEDS tree cannot be built from
@@ -231,7 +223,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         for doc in found.documents:
             try:
                 truths[doc.doc_id] = load_truth(doc, found.root)
-            except TruthError:
+            except Exception:  # reported above
                 from ingestaudit.truth import Truth
 
                 truths[doc.doc_id] = Truth()
@@ -277,13 +269,131 @@ def parsers() -> None:
         typer.echo(f"{name}\t{'available' if ok else 'unavailable'}\t{info}")
 
 
+def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_gate: dict, cfg_path: Path | None,
+                 history: Path | None, out: Path, pipelines: list[str]) -> tuple:
+    """Read and check, before any audit: the baseline (a report.json or ``history:DB``, which must share a pipeline
+    with this run), the budgets of ``[gate]`` and ``--budget``, the history file and the output folder. Exits 2
+    naming the flag or file on a bad one."""
+    from ingestaudit.report.compare import GateError, resolve_budgets
+    from ingestaudit.report.provenance import OutFolderError, check_out_folder
+
+    base_report, base_label = None, ""
+    if baseline is not None:
+        base_report, base_label = _read_baseline(baseline, "--baseline")
+        base_names = [p.name for p in base_report.pipelines] or sorted({r.pipeline for r in base_report.summary})
+        if not set(base_names) & set(pipelines):
+            _fail(f"--baseline {baseline}: no pipeline in common: the baseline has {', '.join(base_names) or 'none'};"
+                  f" this run has {', '.join(pipelines)}", "name the run's pipelines as the baseline's, or compare "
+                  "the two reports with 'ingestaudit compare BASE HEAD --map OLD=NEW'")
+    try:
+        budgets = resolve_budgets(config_gate, list(budget_flags or []),
+                                  config_source=f"{cfg_path or 'config'} [gate]",
+                                  report_metrics=sorted({r.metric for r in base_report.summary}) if base_report else ())
+    except GateError as exc:
+        _fail(str(exc))
+    if history is not None:
+        from ingestaudit.report.history import HistoryError, check_history
+
+        try:
+            check_history(history)
+        except HistoryError as exc:
+            _fail(str(exc), "--history needs an ingestaudit history file (or a new path)")
+    try:
+        warning = check_out_folder(out.resolve())
+    except OutFolderError as exc:
+        _fail(str(exc))
+    return base_report, base_label, budgets, warning
+
+
+def _read_baseline(spec: str, flag: str):
+    """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``."""
+    from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, load_report
+    from ingestaudit.report.schema import ReportError, read_report
+
+    if spec.startswith(HISTORY_PREFIX):
+        path = Path(spec[len(HISTORY_PREFIX):])
+        try:
+            rep, info = load_report(path)
+        except HistoryError as exc:
+            _fail(f"{flag}: {exc}")
+        return rep, f"{path} run {info.run_id}" + (f" ({info.label})" if info.label else "")
+    try:
+        return read_report(Path(spec)), spec
+    except ReportError as exc:
+        _fail(str(exc))
+
+
+def _finish_run(report, found, out: Path, out_warning: str, base_report, base_label: str, budgets: dict,
+                history: Path | None, label: str, verbose: bool, strict: bool, console) -> int:
+    """Everything after the audit: item hashes, the output folder (report.json, report.md, report.html,
+    timings.json), the history, the terminal view and the gate. Returns the exit code."""
+    import json as _json
+
+    from ingestaudit.io import write_atomic
+    from ingestaudit.report.compare import GateError, compare_reports, render_comparison
+    from ingestaudit.report.provenance import OutFolderError, check_out_folder, item_hashes
+    from ingestaudit.report.render import render_html, render_markdown, render_terminal, terminal_width
+
+    report.corpus.item_hashes = item_hashes(found)
+    try:
+        out_warning = check_out_folder(out.resolve(), report.corpus.fingerprint) or out_warning
+    except OutFolderError as exc:  # the folder changed during the audit
+        _fail(str(exc))
+    if out_warning:
+        console.print("warning: " + out_warning, style="yellow", highlight=False, markup=False)
+    write_atomic(out / "report.json", report.to_json())
+    write_atomic(out / "report.md", render_markdown(report))
+    trend, history_error = None, ""
+    if history is not None:  # checked before the audit; a lock taken since is reported after the report is saved
+        from ingestaudit.report.history import HistoryError, append_run, trends
+        from ingestaudit.report.tables import choose_keys
+
+        try:
+            run_id = append_run(history, report, label=label)
+            keys = list(choose_keys((r.metric, r.label) for r in report.summary).values())
+            trend = trends(history, metrics=keys)
+            console.print(f"history: run {run_id} appended to {history}", highlight=False, markup=False)
+        except HistoryError as exc:
+            history_error = str(exc)
+    write_atomic(out / "report.html", render_html(report, history=trend))
+    written = ["report.json", "report.md", "report.html"]
+    if report.timings:
+        write_atomic(out / "timings.json", _json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
+        written.append("timings.json")
+    render_terminal(report, _stdout(), verbose=verbose, out_dir=out, written=written)
+    code = EXIT_OK
+    comparison = None
+    if base_report is not None:
+        try:
+            comparison = compare_reports(base_report, report, budgets=budgets, base_label=base_label,
+                                         head_label="this run")
+        except GateError as exc:
+            _fail(str(exc))
+    if comparison is not None:
+        _stdout().print(render_comparison(comparison, width=terminal_width(), verbose=verbose), highlight=False,
+                        markup=False, soft_wrap=True)
+        if comparison.failed:
+            code = EXIT_GATE
+    if code == EXIT_OK and strict and report.failures:
+        code = EXIT_FAILURES
+    if history_error:
+        console.print(f"error: {history_error}; the run was not recorded", style="red", highlight=False,
+                      markup=False)
+        code = EXIT_USAGE
+    return code
+
+
 @app.command()
 def report(
     report_json: Annotated[Path, typer.Argument(help="A report.json written by 'ingestaudit run'.")],
     html: Annotated[Optional[Path], typer.Option(help="Write an HTML view here.")] = None,
     md: Annotated[Optional[Path], typer.Option(help="Write a Markdown view here.")] = None,
+    history: Annotated[Optional[Path], typer.Option(help="A history file: the HTML view draws its trends.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every row, not only the headline.")] = False,
 ) -> None:
-    """Re-render a report.json in the terminal, and optionally as HTML and Markdown."""
+    """Re-render a report.json: its headline in the terminal, and optionally the HTML and Markdown views."""
+    import json as _json
+
     from ingestaudit.io import write_atomic
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
     from ingestaudit.report.schema import ReportError, read_report
@@ -292,28 +402,114 @@ def report(
         rep = read_report(report_json)
     except ReportError as exc:
         _fail(str(exc))
-    render_terminal(rep, _stdout())
+    timings = report_json.parent / "timings.json"
+    if timings.is_file():
+        try:
+            rep.timings = _json.loads(timings.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    trend = None
+    if history is not None:
+        from ingestaudit.report.history import HistoryError, trends
+        from ingestaudit.report.tables import choose_keys
+
+        try:
+            trend = trends(history, metrics=list(choose_keys((r.metric, r.label) for r in rep.summary).values()))
+        except HistoryError as exc:
+            _fail(str(exc))
+    render_terminal(rep, _stdout(), verbose=verbose)
     if html:
-        write_atomic(html, render_html(rep))
+        write_atomic(html, render_html(rep, history=trend))
+        _stderr().print(f"wrote {html}", highlight=False, markup=False)
     if md:
         write_atomic(md, render_markdown(rep))
+        _stderr().print(f"wrote {md}", highlight=False, markup=False)
 
 
 @app.command()
 def compare(
-    base: Annotated[Path, typer.Argument(help="Baseline report.json.")],
+    base: Annotated[str, typer.Argument(help="Baseline report.json, or history:DB (its last accepted run).")],
     head: Annotated[Path, typer.Argument(help="New report.json.")],
+    map_: Annotated[Optional[list[str]], typer.Option("--map", help="OLD=NEW: gate the baseline's pipeline OLD "
+                                                                    "against the head's NEW; repeatable.")] = None,
+    budget: Annotated[Optional[list[str]], typer.Option("--budget", envvar="INGESTAUDIT_BUDGET",
+                                                        help="METRIC=X: budget for METRIC, absolute (0.02) or "
+                                                             "relative (5%); repeatable; overrides [gate].")] = None,
+    config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
+                                                   help="Read [gate] budgets from this file (default: the head "
+                                                        "report's config).")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for other tools).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every compared row.")] = False,
 ) -> None:
-    """Compare two reports metric by metric; exit 1 when a metric regressed beyond its budget."""
-    from ingestaudit.report.compare import compare_reports, render_comparison
+    """Gate HEAD against BASE: exit 1 when a metric worsened beyond its budget and beyond noise (paired test, Holm
+    correction), or an item that was ok now fails; exit 2 on bad input or when no pipeline is in common."""
+    import json as _json
+
+    from ingestaudit.report.compare import GateError, compare_reports, render_comparison, resolve_budgets
+    from ingestaudit.report.render import terminal_width
     from ingestaudit.report.schema import ReportError, read_report
 
+    base_report, base_label = _read_baseline(base, "BASE")
     try:
-        comparison = compare_reports(read_report(base), read_report(head))
+        head_report = read_report(head)
     except ReportError as exc:
         _fail(str(exc))
-    _stdout().print(render_comparison(comparison), highlight=False, markup=False)
-    raise typer.Exit(EXIT_GATE if comparison.regressions else EXIT_OK)
+    gate = head_report.config.get("gate") if isinstance(head_report.config.get("gate"), dict) else {}
+    source = f"{head} config [gate]"
+    if config is not None:
+        from ingestaudit.config import ConfigError, load_config
+
+        try:
+            gate, source = load_config(config, trusted=True).gate, f"{config} [gate]"
+        except ConfigError as exc:
+            _fail(str(exc))
+    metrics = sorted({r.metric for r in base_report.summary} | {r.metric for r in head_report.summary})
+    try:
+        budgets = resolve_budgets(gate, list(budget or []), config_source=source, report_metrics=metrics)
+        comparison = compare_reports(base_report, head_report, budgets=budgets, maps=list(map_ or []),
+                                     base_label=base_label, head_label=str(head))
+    except GateError as exc:
+        _fail(str(exc))
+    if json_:
+        typer.echo(_json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False, allow_nan=False))
+    else:
+        _stdout().print(render_comparison(comparison, width=terminal_width(), verbose=verbose), highlight=False,
+                        markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_GATE if comparison.failed else EXIT_OK)
+
+
+@app.command("history")
+def history_(
+    db: Annotated[Path, typer.Argument(help="A history file written by 'ingestaudit run --history'.")],
+    metric: Annotated[Optional[str], typer.Option(help="A metric, or a stage (e.g. extraction): its series "
+                                                       "(default: each stage's key metric).")] = None,
+    class_: Annotated[Optional[str], typer.Option("--class", help="Only this class (__all__: overall).")] = None,
+    pipeline: Annotated[Optional[str], typer.Option(help="Only this pipeline.")] = None,
+    last: Annotated[int, typer.Option(min=1, help="The last N runs.")] = 20,
+    accept: Annotated[Optional[str], typer.Option(help="Mark a run (label, run id or 'last') accepted: the "
+                                                       "baseline of --baseline history:DB.")] = None,
+) -> None:
+    """Print trend tables from a history file, or accept a run as the gate's baseline."""
+    from ingestaudit.report.history import HistoryError, accept as accept_run, list_runs, render_trends, trends
+    from ingestaudit.report.render import terminal_width
+    from ingestaudit.report.tables import choose_keys
+
+    try:
+        if accept is not None:
+            run = accept_run(db, accept)
+            typer.echo(f"accepted run {run.run_id} ({run.label or run.time}) of {db}")
+            return
+        keys = None
+        if metric is None:
+            runs_all = list_runs(db)
+            if runs_all:
+                _, everything = trends(db, doc_class=class_, pipeline=pipeline, last=last)
+                keys = list(choose_keys((t.metric, t.label) for t in everything).values())
+        runs, series = trends(db, metric=metric, doc_class=class_, pipeline=pipeline, last=last, metrics=keys)
+    except HistoryError as exc:
+        _fail(str(exc))
+    _stdout().print(render_trends(runs, series, width=terminal_width()), highlight=False, markup=False,
+                    soft_wrap=True)
 
 
 def _importer_names() -> list[str]:

@@ -78,11 +78,17 @@ class Config(_Strict):
     gate: dict[str, float | str] = {}  # [gate]: metric -> budget, absolute (0.01) or relative ("5%")
 
 
-def load_config(path: Path | None) -> Config:
+def load_config(path: Path | None, *, trusted: bool = False) -> Config:
     """Read a TOML configuration; None gives the defaults.
 
+    Args:
+        trusted: True for a file the user named (``--config``): it may load code by ``"module:attr"`` path. False
+            (the default) for a corpus's own ``ingestaudit.toml``, which is untrusted input: `untrusted_fields`
+            lists what it may not set (issue 15).
+
     Raises:
-        ConfigError: unreadable file, invalid TOML, unknown key or bad value (file and field named).
+        ConfigError: unreadable file, invalid TOML, unknown key or bad value, or (untrusted) a module path or another
+            value only the user may give (file and field named).
     """
     if path is None:
         return Config()
@@ -93,8 +99,69 @@ def load_config(path: Path | None) -> Config:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     try:
-        return Config.model_validate(raw)
+        cfg = Config.model_validate(raw)
     except ValidationError as exc:
         msgs = [f"{path}: {'.'.join(map(str, e['loc']))}: "
                 + ("unknown key" if e["type"] == "extra_forbidden" else e["msg"]) for e in exc.errors()]
         raise ConfigError("; ".join(msgs)) from None
+    refused = [] if trusted else untrusted_fields(cfg)
+    if refused:
+        raise ConfigError("; ".join(f"{path}: {field}: {why}" for field, why in refused))
+    return cfg
+
+
+_PLUGIN_OPTIONS = ("scrubber", "detector", "cleaners")
+"""``[auditor_options.*]`` keys whose values name plug-ins (pii ``scrubber``; dedup and language ``detector``;
+boilerplate ``cleaners``, a list or a comma-separated string)."""
+
+_PATH_REFUSED = ("is a module path, which imports code: only the command line or a --config file may give one (a "
+                 "corpus's own ingestaudit.toml names registered plug-ins only, built-ins and entry points)")
+
+
+def _table_key(key: str) -> str:
+    return key if key.replace("-", "").replace("_", "").isalnum() else f'"{key}"'
+
+
+def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
+    """``(field, why)`` for every value an untrusted configuration (a corpus's own ``ingestaudit.toml``) may not
+    set: a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, the
+    keys of ``[parser_options]`` and of boilerplate ``cleaner_options``, ``[auditor_options.*]`` ``scrubber`` /
+    ``detector`` / ``cleaners``), a pipeline embedder's ``model`` folder (loading a model may run its code) and
+    ``run.cache_dir`` (a folder written to)."""
+    from ingestaudit.plugins import is_module_path
+
+    out: list[tuple[str, str]] = []
+
+    def name(field: str, value: object) -> None:
+        if is_module_path(value):
+            out.append((field, f"{value!r} {_PATH_REFUSED}"))
+
+    for i, parser in enumerate(cfg.run.parsers):
+        name(f"run.parsers[{i}]", parser)
+    if cfg.run.cache_dir is not None:
+        out.append(("run.cache_dir", "a folder written to is the user's choice: give it in a --config file or "
+                                     "$INGESTAUDIT_CACHE"))
+    for key in cfg.parser_options:
+        name(f"parser_options.{_table_key(key)}", key)
+    for pipe, table in cfg.pipelines.items():
+        for stage, choice in table.items():
+            field = f"pipelines.{_table_key(pipe)}.{stage}"
+            if isinstance(choice, dict):
+                name(f"{field}.use", choice.get("use"))
+                if stage == "embedder" and "model" in choice:
+                    out.append((f"{field}.model", "a model folder may run code when loaded: give it in a --config "
+                                                  "file"))
+            else:
+                name(field, choice)
+    for stage, options in cfg.auditor_options.items():
+        for key in _PLUGIN_OPTIONS:
+            value = options.get(key)
+            values = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else []
+            for i, item in enumerate(values):
+                item = item.strip() if isinstance(item, str) else item
+                name(f"auditor_options.{_table_key(stage)}.{key}" + (f"[{i}]" if isinstance(value, list) else ""),
+                     item)
+        if isinstance(options.get("cleaner_options"), dict):
+            for key in options["cleaner_options"]:
+                name(f"auditor_options.{_table_key(stage)}.cleaner_options.{_table_key(key)}", key)
+    return out

@@ -1,12 +1,18 @@
 """Corpus discovery (DESIGN.md, "Corpus layout"): documents under ``docs/<class>/``, labels under ``truth/<class>/``.
 
-The corpus is only read, never written.
+The corpus is only read, never written. It is untrusted input (issue 15): a file whose resolved path leaves the corpus
+(a symbolic link to ``/etc/passwd``, ``/proc/self/environ``...) and anything that is not a regular file (FIFO, socket,
+device) is a problem named here and never read. Links into folders the user trusts are allowed: the ``link_roots``
+argument of `discover`, and the folders listed in ``$INGESTAUDIT_LINK_ROOTS`` (separated by ``os.pathsep``), e.g.
+the data set folder an ``ingestaudit import`` linked its documents to.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +23,7 @@ TRUTH_TEXT = ".txt"
 TRUTH_JSON = ".json"
 TRUTH_EXTRA = (".page.xml", ".alto.xml", ".tables.html")  # PAGE XML / ALTO reference text, table HTML
 QUESTIONS = "questions.jsonl"  # labelled questions at the corpus root (DESIGN.md, "Questions")
+LINK_ROOTS_ENV = "INGESTAUDIT_LINK_ROOTS"  # folders outside the corpus its links may point into
 
 
 class CorpusError(Exception):
@@ -63,7 +70,40 @@ class Corpus:
         return h.hexdigest()
 
 
-def _visible_files(folder: Path, problems: list[Problem]) -> list[Path]:
+def allowed_link_roots(extra: Iterable[Path | str] = ()) -> tuple[Path, ...]:
+    """The folders outside a corpus that its links may point into: ``extra`` and those in ``$INGESTAUDIT_LINK_ROOTS``
+    (resolved; empty entries ignored)."""
+    listed = [*extra, *os.environ.get(LINK_ROOTS_ENV, "").split(os.pathsep)]
+    return tuple(Path(p).resolve() for p in listed if str(p))
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+
+
+def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str | None:
+    """Why ``path`` must not be read as a corpus file, or None when it may be: it is not a regular file (a FIFO, a
+    socket or a device, itself or through a link), or its resolved path is neither under ``root`` nor under one of
+    ``allowed`` (both resolved). Only ``stat`` is called: the file is never opened, so a FIFO cannot block.
+    """
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        return f"{kind}, not a regular file: not read"
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # a link loop
+        return f"cannot be resolved ({exc})"
+    if real.is_relative_to(root) or any(real.is_relative_to(a) for a in allowed):
+        return None
+    return (f"resolves outside the corpus (to {real}): not read; a link out of the corpus is followed only into a "
+            f"folder listed in ${LINK_ROOTS_ENV}")
+
+
+def _visible_files(folder: Path, problems: list[Problem], root: Path, allowed: tuple[Path, ...] = ()) -> list[Path]:
     """Regular files under ``folder`` (hidden ones skipped); what cannot be audited is added to ``problems``."""
     if not folder.is_dir():
         return []
@@ -84,7 +124,11 @@ def _visible_files(folder: Path, problems: list[Problem]) -> list[Path]:
             problems.append(Problem(rel, "", "linked folder is not followed: link its files instead"))
         elif p.is_dir() and not os.access(p, os.R_OK | os.X_OK):
             problems.append(Problem(rel, "", "folder cannot be read"))
-        elif p.is_file():
+        elif p.is_dir():
+            continue  # its files come next (rglob descends into real folders only)
+        elif (why := unsafe_reason(p, root, allowed)) is not None:
+            problems.append(Problem(rel, "", why))
+        else:
             out.append(p)
     return out
 
@@ -97,11 +141,13 @@ def _truth_key(rel: str) -> tuple[str, str] | None:
     return None
 
 
-def discover(root: Path | str) -> Corpus:
+def discover(root: Path | str, *, link_roots: Iterable[Path | str] = ()) -> Corpus:
     """Find every document and its truth files under ``root``.
 
     The document id is ``docs/``-relative path without the extension (``<class>/<name>``; deeper folders stay in the
-    id); the class is the first folder under ``docs/``.
+    id); the class is the first folder under ``docs/``. Files that `unsafe_reason` refuses (not regular files, or
+    resolving outside the corpus and outside ``link_roots`` and ``$INGESTAUDIT_LINK_ROOTS``) are problems, left
+    out of the corpus, never read.
 
     Raises:
         CorpusError: ``root`` or ``root/docs`` is missing.
@@ -113,8 +159,9 @@ def discover(root: Path | str) -> Corpus:
     if not docs_dir.is_dir():
         raise CorpusError(f"{root}: not a corpus (no docs/ folder); 'ingestaudit init {root}' writes the layout")
     problems: list[Problem] = []
+    allowed = allowed_link_roots(link_roots)
     by_id: dict[str, Path] = {}
-    for path in _visible_files(docs_dir, problems):
+    for path in _visible_files(docs_dir, problems, root, allowed):
         rel = path.relative_to(docs_dir)
         if len(rel.parts) < 2:
             problems.append(Problem(f"docs/{rel.as_posix()}", "", "documents must sit in a class folder: docs/<class>/"))
@@ -133,7 +180,7 @@ def discover(root: Path | str) -> Corpus:
     truth_dir = root / "truth"
     truth: dict[str, dict[str, Path]] = {}
     truth_files: list[Path] = []
-    for path in _visible_files(truth_dir, problems):
+    for path in _visible_files(truth_dir, problems, root, allowed):
         rel = path.relative_to(truth_dir).as_posix()
         key = _truth_key(rel)
         if key is None:
@@ -155,5 +202,8 @@ def discover(root: Path | str) -> Corpus:
             truth_txt=t.get(TRUTH_TEXT), truth_json=t.get(TRUTH_JSON),
             truth_extra=tuple(t[k] for k in TRUTH_EXTRA if k in t), corpus_root=root))
     questions = root / QUESTIONS if (root / QUESTIONS).is_file() else None
+    if os.path.lexists(root / QUESTIONS) and (why := unsafe_reason(root / QUESTIONS, root, allowed)) is not None:
+        problems.append(Problem(QUESTIONS, "", why))
+        questions = None
     files = tuple(sorted([*by_id.values(), *truth_files, *([questions] if questions else [])]))
     return Corpus(root, tuple(documents), tuple(problems), files, questions)

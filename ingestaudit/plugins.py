@@ -10,6 +10,10 @@ A plug point names its plugins in three ways (STYLE.md, "Plugins are lazy and ex
 They are tried in that order: a built-in name wins over an entry point of the same name, and a name with ``":"`` is
 always a path (never looked up among the entry points). Errors form one hierarchy, `PluginError`; each plug point
 raises its own subclasses (``UnknownParser``, ``CleanerUnavailable``...) so its callers keep catching what they did.
+
+A path imports any code, so it is a trust decision (issue 15): a corpus's own ``ingestaudit.toml`` may name registered
+plug-ins only (built-ins and entry points); paths come from the command line or a ``--config`` file the user passes
+(`ingestaudit.config.load_config` refuses them in an untrusted file; `is_module_path` is the test).
 """
 
 from __future__ import annotations
@@ -60,6 +64,12 @@ def plugin_names(group: str, builtins: Iterable[str] = (), *, entry_points: Entr
     eps = entry_points() if entry_points is not None else entry_points_of(group)
     builtin = list(builtins)
     return builtin + sorted(n for n in eps if n not in builtin)
+
+
+def is_module_path(name: object) -> bool:
+    """True when ``name`` is a literal ``"module:attr"`` path (a string holding ``":"``), which `plugin_class` imports
+    as such: the names a corpus's own configuration may not give."""
+    return isinstance(name, str) and ":" in name
 
 
 def _import_path(path: str) -> Any:

@@ -7,14 +7,16 @@ code points, end exclusive.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator,
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator,
                       model_validator)
 
 from ingestaudit.document import Document
+from ingestaudit.jsonlimits import loads_limited
 
 
 class _Strict(BaseModel):
@@ -22,10 +24,11 @@ class _Strict(BaseModel):
 
 
 class Span(_Strict):
-    """A labelled character span ``[start, end)`` in code points of the text it refers to."""
+    """A labelled character span ``[start, end)`` in code points of the text it refers to (integers: ``true`` or
+    ``12.0`` are not offsets)."""
 
-    start: int = Field(ge=0)
-    end: int = Field(ge=0)
+    start: StrictInt = Field(ge=0)
+    end: StrictInt = Field(ge=0)
     type: str = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -38,7 +41,7 @@ class Span(_Strict):
 class Heading(_Strict):
     """A heading in document order; ``level`` 1 is the top level (1..9), ``text`` non-blank."""
 
-    level: int = Field(ge=1, le=9)
+    level: StrictInt = Field(ge=1, le=9)
     text: str = Field(min_length=1)
 
     @field_validator("text")
@@ -68,7 +71,7 @@ class TextCheck(_Strict):
 
     type: Literal["present", "absent"]
     text: str = Field(min_length=1)
-    max_diffs: int = Field(default=0, ge=0)
+    max_diffs: StrictInt = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _tolerance(self) -> "TextCheck":
@@ -83,7 +86,7 @@ class OrderCheck(_Strict):
     type: Literal["order"]
     before: str = Field(min_length=1)
     after: str = Field(min_length=1)
-    max_diffs: int = Field(default=0, ge=0)
+    max_diffs: StrictInt = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _tolerance(self) -> "OrderCheck":
@@ -236,9 +239,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
-    """Validate key by key, so one bad key never hides the problems (or the valid labels) of the others."""
+    """Validate key by key, so one bad key never hides the problems (or the valid labels) of the others; a value past
+    a `ingestaudit.jsonlimits` limit (a huge integer, deep nesting) is a problem of its key and field."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+        raw, limits = loads_limited(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
         json.dumps(raw, ensure_ascii=False).encode("utf-8")  # lone surrogates (\ud800) cannot be written back
     except UnicodeDecodeError as exc:
         return TruthFile(), [Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]
@@ -252,11 +256,17 @@ def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
         return TruthFile(), [Problem(rel, "", "JSON nested too deeply to read")]
     except OSError as exc:
         return TruthFile(), [Problem(rel, "", f"unreadable: {exc.strerror}")]
+    except ValueError as exc:  # anything else json refuses: the file is named, never a traceback
+        return TruthFile(), [Problem(rel, "", f"invalid JSON ({exc})")]
     if not isinstance(raw, dict):
-        return TruthFile(), [Problem(rel, "", f"must be a JSON object, not {type(raw).__name__}")]
-    problems: list[Problem] = []
+        what = "a too long integer" if raw is None and limits else type(raw).__name__
+        return TruthFile(), [Problem(rel, "", f"must be a JSON object, not {what}")]
+    problems: list[Problem] = [Problem(rel, p.field, p.message) for p in limits]
+    skipped = {_top_key(p.field) for p in limits}  # keys holding a value past a limit: not validated, not used
     valid: dict[str, Any] = {}
     for key, value in raw.items():
+        if key in skipped:
+            continue
         try:
             TruthFile.model_validate({key: value})
             valid[key] = value
@@ -265,6 +275,11 @@ def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
                 msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
                 problems.append(Problem(rel, _field_path(err["loc"]), msg.removeprefix("Value error, ")))
     return TruthFile.model_validate(valid), problems
+
+
+def _top_key(field: str) -> str:
+    """The top-level key of a field path (``pii[3].start`` -> ``pii``)."""
+    return re.split(r"[.\[]", field, maxsplit=1)[0]
 
 
 def read_truth_file(path: Path, rel: str) -> TruthFile:

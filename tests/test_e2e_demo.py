@@ -51,8 +51,9 @@ def test_report_contract(three_parsers):
     assert report.corpus.documents == {"born_digital": 3, "scanned": 4, "web": 3}
     assert report.config["run"]["parsers"] == PARSERS
     # every document x parser has extraction rows, each with a value or a state
-    docs = {m.item for m in report.measurements}
+    docs = {m.item for m in report.measurements if m.item_kind == "document"}
     assert len(docs) == 10
+    assert len({m.item for m in report.measurements if m.item_kind == "question"}) == 16  # questions.jsonl
     for doc in docs:
         for parser in PARSERS:
             rows = [m for m in report.measurements if (m.item, m.pipeline, m.metric) == (doc, parser, "extraction.cer")]

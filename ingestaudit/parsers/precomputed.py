@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ingestaudit.document import Document
+from ingestaudit.jsonlimits import loads_limited
 from ingestaudit.model import BLOCK_KINDS, Block, ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError
 
@@ -139,11 +140,12 @@ def read_output_json(path: Path) -> OutputFile:
     """Parse and validate one JSON output file.
 
     Raises:
-        ParserError: unreadable, not UTF-8, invalid JSON, or schema errors; the message names the file and every
-            failing field.
+        ParserError: unreadable, not UTF-8, invalid JSON, a value past a `ingestaudit.jsonlimits` limit (nesting
+            deeper than its ``MAX_DEPTH``, an integer too long to convert), or schema errors; the message names the
+            file and every failing field.
     """
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw, limits = loads_limited(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise ParserError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
@@ -152,6 +154,10 @@ def read_output_json(path: Path) -> OutputFile:
         raise ParserError(f"{path}: JSON nested too deeply to read") from None
     except OSError as exc:
         raise ParserError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    except ValueError as exc:  # anything else json refuses
+        raise ParserError(f"{path}: invalid JSON ({exc})") from None
+    if limits:  # checked before the schema: a 600-level structure must never reach pickling
+        raise ParserError(f"{path}: " + "; ".join(f"{p.field or '<file>'}: {p.message}" for p in limits))
     if not isinstance(raw, dict):
         raise ParserError(f"{path}: must be a JSON object, not {type(raw).__name__}")
     try:

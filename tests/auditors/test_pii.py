@@ -417,10 +417,11 @@ def test_cli_corpus_micro_and_macro(tmp_path):
     write_doc(corpus, "notes/a", TEXT1, GOLD1)
     write_doc(corpus, "notes/b", TEXT2, GOLD2)
     write_doc(corpus, "notes/n", TEXT3, [])
-    (corpus / "ingestaudit.toml").write_text(
+    config = tmp_path / "pii.toml"  # a module path loads only from a --config the user passes, not the corpus's toml
+    config.write_text(
         f'[auditor_options.pii]\nscrubber = "{__name__}:CannedDetector"\nnegative_documents = "no_spans"\n',
         encoding="utf-8")
-    rep = run_cli(corpus, tmp_path / "out", "--parser", "reference")
+    rep = run_cli(corpus, tmp_path / "out", "--parser", "reference", "--config", str(config))
     # exact PERSON over a, b: tp 0; fp 2 + 1; fn 1 + 2
     s = summary(rep, "pii.precision", "exact/PERSON")
     assert (s["micro"], s["n_docs"]) == (0.0, 2)

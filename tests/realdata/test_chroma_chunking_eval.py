@@ -29,6 +29,14 @@ def src(shared_dataset) -> Path:
     return shared_dataset("chroma-chunking-eval")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def link_roots(src: Path):
+    """The documents are links into the data set folder: let discovery follow them there."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INGESTAUDIT_LINK_ROOTS", str(src.resolve()))
+        yield
+
+
 @pytest.fixture(scope="module")
 def imported(src: Path, tmp_path_factory):
     dest = tmp_path_factory.mktemp("chroma") / "corpus"
