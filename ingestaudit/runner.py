@@ -505,7 +505,7 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
                                   else "precomputed", version=ver if ok else "unavailable",
                                   settings=built.settings())}
     if any(s in CHAIN_STAGES for s in config.run.stages):
-        for name in ("cleaner", "chunker", "embedder", "index"):
+        for name in ("cleaner", "chunker", "embedder", "index", "retriever"):
             choice = pipe.stage(name)
             stages[name] = _stage_info(name, choice, config.run.cache_dir)
     return PipelineInfo(name=pipe.name, kind="precomputed" if pipe.precomputed_root else "configured",
@@ -513,8 +513,17 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
 
 
 def _stage_info(name: str, choice: StageChoice, cache_dir: str | None) -> StageInfo:
-    if name == "index":
+    if name == "index" or (name == "retriever" and choice.use == "dense"):
         return StageInfo(implementation=choice.use, version=_package_version("faiss-cpu"), settings=choice.kwargs())
+    if name == "retriever":
+        try:
+            from ingestaudit.stages.retrievers import load_retriever
+
+            r = load_retriever(choice.use, choice.kwargs())
+            return StageInfo(implementation=choice.use, version=r.version(), settings=r.settings())
+        except Exception as exc:
+            return StageInfo(implementation=choice.use, version=f"unavailable ({type(exc).__name__}: {exc})",
+                             settings=choice.kwargs())
     try:
         impl = _impl(name, choice, cache_dir)
         ok, ver = impl.available()

@@ -155,7 +155,11 @@ class _Run:
         top1: dict[str, float] = {}
         waterfall: dict[str, dict[str, int]] = {}
         allowed = [self._allowed(q) for q in qs]
-        if user is None:
+        retriever = self.ctx.pipeline.stage("retriever")
+        if user is None and retriever.use != "dense":
+            ranks, latencies = self._plugin(retriever, qs, allowed, kmax)
+            out.timings = {"retriever": retriever.use}
+        elif user is None:
             ranks, latencies, out.timings = self._search(qs, allowed, kmax)
         else:
             ranks, latencies = user["ranks"], user["latency_ms"]
@@ -212,6 +216,35 @@ class _Run:
                    "chunks_embedded": int(sum(len(d.texts) for d in self.ctx.docs if d.vectors is not None)),
                    "tokens_embedded": int(sum(sum(d.tokens) for d in self.ctx.docs))}
         return ranks, latencies, timings
+
+    def _plugin(self, choice: Any, qs: list[Any], allowed: list[np.ndarray | None], kmax: int
+                ) -> tuple[list[tuple[Any, Any, float | None]], list[float]]:
+        """Rankings from a user retriever (`ingestaudit.stages.retrievers`): its order is the pipeline's, for both
+        sides of the waterfall's exact/approximate split. A retriever that raises or returns unknown rows makes
+        that question an ``error`` with the message."""
+        from ingestaudit.stages.retrievers import ChunkView, load_retriever
+
+        retriever = load_retriever(choice.use, choice.kwargs())
+        views = [ChunkView(j, doc, self.docs[doc].texts[i], self.docs[doc].pages[i], self.docs[doc].sections[i],
+                           self.meta[j]) for j, (doc, i) in enumerate(self.rows)]
+        retriever.index(views, self.vectors)
+        qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
+        ranks, latencies = [], []
+        for qi, q in enumerate(qs):
+            t0 = time.perf_counter()
+            try:
+                found = list(retriever.search(q.question, qvec[qi], kmax, allowed[qi]))
+                rows = [int(r) for r, _ in found]
+                bad = [r for r in rows if not 0 <= r < len(self.rows)]
+                if bad:
+                    raise ValueError(f"unknown chunk row {bad[0]} ({len(self.rows)} chunks)")
+            except Exception as exc:  # one question's failure never stops the others
+                msg = f"retriever {choice.use!r}: {type(exc).__name__}: {exc}"
+                ranks.append((msg, msg, None))
+                continue
+            latencies.append((time.perf_counter() - t0) * 1000)
+            ranks.append((rows, rows, float(found[0][1]) if found else None))
+        return ranks, latencies
 
     def _user_results(self) -> dict[str, Any] | str | None:
         """A precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md): per question its ranked chunks, as rows of this

@@ -1,0 +1,90 @@
+"""The retriever plug point: what ranks a pipeline's chunks for a question.
+
+The built-in ``dense`` retriever searches the pipeline's index (exact and approximate FAISS, `ingestaudit.stages.index`)
+with the question's embedding; the retrieval auditor runs it itself. A user retriever (BM25, a hybrid, a reranker, a
+call into a production store's client) registers in the entry-point group ``ingestaudit.retrievers`` (or is given as
+``"module:Class"`` on the command line or in a ``--config`` file) and is chosen per pipeline with
+``retriever = "name"`` or ``retriever = { use = "name", option = value }``. Its ranking is audited as the pipeline's:
+a miss is ``missed_by_ranking`` (the waterfall cannot tell an approximate-index miss inside a retriever it does not
+see).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, entry_points_of, instantiate, plugin_class, plugin_names
+
+GROUP = "ingestaudit.retrievers"
+DENSE = "dense"
+
+
+class UnknownRetriever(UnknownPlugin, ValueError):
+    """No retriever is registered under that name (the message lists the known ones)."""
+
+
+class RetrieverUnavailable(PluginUnavailable):
+    """A retriever's module does not import; the message says which."""
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """One chunk as a retriever sees it: its row (the id a retriever returns), document, text, page, section path
+    and metadata."""
+
+    row: int
+    doc: str
+    text: str
+    page: int | None
+    section: tuple[str, ...]
+    metadata: dict[str, Any]
+
+
+class Retriever(ABC):
+    """Ranks chunks for questions. Options come in through ``__init__`` and are returned by `settings`."""
+
+    name: ClassVar[str]
+
+    def index(self, chunks: Sequence[ChunkView], vectors: np.ndarray | None) -> None:
+        """Called once per pipeline with every chunk (rows ``0..n-1``) and their L2-normalised vectors (float32,
+        ``(n, d)``) or None. The default keeps them in ``self.chunks`` and ``self.vectors``."""
+        self.chunks, self.vectors = list(chunks), vectors
+
+    @abstractmethod
+    def search(self, question: str, vector: np.ndarray | None, k: int,
+               allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """The top ``k`` chunks for one question, best first, as ``(row, score)``; only rows in ``allowed`` (the
+        question's metadata filter) when it is not None. Rows outside ``0..n-1`` make the question an ``error``."""
+
+    def settings(self) -> dict[str, Any]:
+        """Every option that changes the ranking, JSON-serialisable."""
+        return {}
+
+    def version(self) -> str:
+        """The version of the retriever's library."""
+        return "unknown"
+
+
+def retriever_names() -> list[str]:
+    """``dense`` then the entry-point retrievers (sorted)."""
+    return plugin_names(GROUP, [DENSE])
+
+
+def load_retriever(name: str, options: dict[str, Any] | None = None) -> Retriever:
+    """Instantiate the retriever ``name`` (an entry point or ``"module:Class"``) with keyword ``options``.
+
+    Raises:
+        UnknownRetriever: nothing registered under ``name``, or not a `Retriever`.
+        RetrieverUnavailable: its module does not import.
+        ValueError: an option it does not take.
+    """
+    if name == DENSE:
+        raise UnknownRetriever("the dense retriever is the auditor's own FAISS search, not a plug-in")
+    cls = plugin_class(GROUP, name, {}, what="retriever", base=Retriever, entry_points=lambda: entry_points_of(GROUP),
+                       known=retriever_names, unknown=UnknownRetriever, unavailable=RetrieverUnavailable)
+    return instantiate(cls, options, f"retriever {name!r}")

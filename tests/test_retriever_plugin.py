@@ -1,0 +1,64 @@
+"""A user retriever plugs in and is audited the same way; one that raises or returns unknown rows gives error rows
+for that question only (issue 10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ingestaudit.cli import app
+
+pytestmark = pytest.mark.slow
+
+PLUGIN = '''
+from ingestaudit.stages.retrievers import Retriever
+
+
+class Keyword(Retriever):
+    name = "keyword"
+
+    def search(self, question, vector, k, allowed):
+        if "explode" in question:
+            raise RuntimeError("boom")
+        if "nonsense" in question:
+            return [(999, 1.0)]
+        words = set(question.lower().split())
+        scored = [(len(words & set(c.text.lower().split())), c.row) for c in self.chunks
+                  if allowed is None or c.row in set(allowed.tolist())]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return [(row, float(s)) for s, row in scored[:k]]
+'''
+
+
+def test_a_keyword_retriever_is_audited_and_its_failures_stay_per_question(tmp_path: Path, monkeypatch):
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "plug" / "kwplug.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path / "plug"))
+    root = tmp_path / "corpus"
+    texts = {"a": "Invoices are due within thirty days.", "b": "The office opens at nine."}
+    for name, text in texts.items():
+        (root / "docs" / "c").mkdir(parents=True, exist_ok=True)
+        (root / "docs" / "c" / f"{name}.txt").write_text("x\n")
+        (root / "truth" / "c").mkdir(parents=True, exist_ok=True)
+        (root / "truth" / "c" / f"{name}.txt").write_text(text)
+        out = tmp_path / "out" / "p" / "c"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{name}.json").write_text(json.dumps({"text": text}))
+    qs = [{"id": "q1", "question": "when does the office open", "relevant": [{"doc": "c/b"}]},
+          {"id": "q2", "question": "explode please", "relevant": [{"doc": "c/a"}]},
+          {"id": "q3", "question": "nonsense", "relevant": [{"doc": "c/a"}]}]
+    (root / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in qs) + "\n")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text('[pipelines.p]\nretriever = "kwplug:Keyword"\n')
+    res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "out"), "--config", str(cfg),
+                                   "--out", str(tmp_path / "r"), "--stage", "retrieval"])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["pipelines"][0]["stages"]["retriever"]["implementation"] == "kwplug:Keyword"
+    rr = {r["item"]: r for r in report["measurements"] if r["metric"] == "retrieval.rr"}
+    assert rr["q1"]["state"] == "ok" and rr["q1"]["value"] == 1.0
+    assert rr["q2"]["state"] == "error" and "boom" in rr["q2"]["detail"]["reason"]
+    assert rr["q3"]["state"] == "error" and "unknown chunk row 999" in rr["q3"]["detail"]["reason"]
