@@ -94,6 +94,12 @@ def run(
                                           help="Print every row, not only the headline.")] = False,
     strict: Annotated[bool, typer.Option(envvar="INGESTAUDIT_STRICT",
                                          help="Exit 3 when any document failed.")] = False,
+    executor: Annotated[Optional[str], typer.Option(envvar="INGESTAUDIT_EXECUTOR",
+                                                    help="serial, process (default) or dask; the report is the "
+                                                         "same on every executor.")] = None,
+    scheduler: Annotated[Optional[str], typer.Option(envvar="INGESTAUDIT_SCHEDULER",
+                                                     help="Dask scheduler ADDR (tcp://host:port) of an existing "
+                                                          "cluster; implies --executor dask.")] = None,
 ) -> None:
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -117,6 +123,18 @@ def run(
         cfg.run.workers = workers
     if seed is not None:
         cfg.run.seed = seed
+    if executor is not None:
+        from ingestaudit.executors import EXECUTORS
+
+        if executor not in EXECUTORS:
+            _fail(f"--executor {executor}: unknown executor; known: {', '.join(EXECUTORS)}")
+        cfg.run.executor = executor  # type: ignore[assignment]
+    if scheduler is not None:
+        cfg.run.scheduler = scheduler
+        if executor is None:
+            cfg.run.executor = "dask"
+    if cfg.run.scheduler is not None and cfg.run.executor != "dask":
+        _fail(f"--scheduler {cfg.run.scheduler}: only the dask executor uses a scheduler", "add --executor dask")
     if stage:
         cfg.run.stages = list(stage)
     names = list(parser or [])
@@ -565,10 +583,12 @@ def stages() -> None:
     from ingestaudit.stages.chunkers.registry import chunker_names
     from ingestaudit.stages.cleaners.registry import cleaner_names
     from ingestaudit.stages.embedders.registry import embedder_names
+    from ingestaudit.stages.retrievers import retriever_names
 
     typer.echo("audited stages: " + ", ".join(stage_names()))
     for stage, names in (("cleaner", cleaner_names()), ("chunker", chunker_names()),
-                         ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"])):
+                         ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"]),
+                         ("retriever", retriever_names())):
         typer.echo(f"{stage} (default {DEFAULTS[stage]}): " + ", ".join(names))
 
 

@@ -8,6 +8,7 @@ Example::
     seed = 0
     workers = 1
     doc_timeout_s = 300                     # per document x pipeline; a hang becomes an error row
+    executor = "process"                    # serial | process | dask (scheduler = "tcp://HOST:PORT" for a cluster)
     min_span_coverage = 0.5                 # share of an evidence span one chunk must hold (printed in the report)
 
     [pipelines.small-chunks]                # a named pipeline; stages left out take their defaults
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -58,6 +59,8 @@ class RunConfig(_Strict):
     doc_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     min_span_coverage: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)  # a chunk holds a span
     cache_dir: str | None = None  # embedding cache (default: $INGESTAUDIT_CACHE or ~/.cache/ingestaudit/embeddings)
+    executor: Literal["serial", "process", "dask"] = "process"  # how tasks run; never changes the report
+    scheduler: str | None = None  # a Dask scheduler address (executor "dask"); default: a local cluster on 127.0.0.1
 
 
 class ReportConfig(_Strict):
@@ -138,6 +141,9 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
 
     for i, parser in enumerate(cfg.run.parsers):
         name(f"run.parsers[{i}]", parser)
+    if cfg.run.scheduler is not None:
+        out.append(("run.scheduler", "tasks sent to a Dask cluster carry the corpus's truth: give the scheduler on "
+                                     "the command line or in a --config file"))
     if cfg.run.cache_dir is not None:
         out.append(("run.cache_dir", "a folder written to is the user's choice: give it in a --config file or "
                                      "$INGESTAUDIT_CACHE"))

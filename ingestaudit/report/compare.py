@@ -1,102 +1,657 @@
-"""Compare two reports summary row by summary row: the gate of nightly regression jobs.
+"""The regression gate of nightly jobs (DESIGN.md, "The regression gate and history"): ``compare`` and
+``run --baseline``.
 
-A row regresses when its headline value (micro when defined, else macro) moves in the bad direction by more than the
-budget, or when fewer documents were measured (``n_docs`` dropped: a document that now fails must not hide behind a
-better-looking average), or when a row of the baseline is missing from the new report.
+Pairing. Pipelines pair by name, or as ``--map OLD=NEW`` says; two reports with no pipeline in common are a usage
+error. Items pair by id and content hash (`CorpusInfo.item_hashes`: a document or question whose content changed
+is listed as changed, never compared with its old self; a report without hashes pairs by id). A summary row of the
+baseline is gated against the head's row of the same (mapped) pipeline, class, metric and label.
+
+Per gated row, on the items ``ok`` on both sides (see `ingestaudit.report.stats`): the difference of the headline
+value (micro when the rows carry counts, else the mean) with a paired bootstrap interval, and a paired test (sign
+test for micro rows, Wilcoxon for macro rows). The **worsening** is the difference oriented so that positive is
+worse (`ingestaudit.metrics.specs.MetricSpec.badness`; the ``retrieved`` share of the loss waterfall is better
+higher, its loss shares better lower).
+
+Verdict per row:
+
+* ``not comparable``: the definition fingerprints differ (the metric's declaration, its stage's options or the
+  run settings that change it: `ingestaudit.report.schema.definition_inputs`); never a regression;
+* ``regression``: worsening > budget and significant: Holm-adjusted p < alpha (0.05) within Tarone's family
+  (`ingestaudit.report.stats.family_adjust`: the rows whose test could reach alpha / K);
+* ``regression`` marked **underpowered**: worsening > budget on a row so small that no test on its pairs could
+  reach alpha / K (`ingestaudit.report.stats.underpowered`): the budget alone decides, and the row says so;
+* ``regression`` marked **budget only**: a corpus-level value (one number per class, no items to pair);
+* ``within noise``: worsening > budget but not significant; ``within budget``; ``improved``; ``unchanged``.
+
+**Budget**: the largest worsening tolerated, absolute (``0.01``) or relative to the baseline value on the paired
+items (``"5%"``): each metric's declared default (`MetricSpec.default_budget`), overridden by ``[gate]`` in the
+config, overridden by ``--budget METRIC=X``.
+
+Besides rows: an item that was ``ok`` in the baseline and is ``error`` or ``no_prediction`` in the head is a
+**hard regression** (as is a whole stage that newly failed); items added, removed, changed or no longer measured
+are listed. The gate fails (exit 1) on any regression or hard regression.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ingestaudit.metrics import specs
-from ingestaudit.report.schema import Report, SummaryRow
+from ingestaudit.metrics.significance import min_attainable_p
+from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
+from ingestaudit.report.stats import (ALPHA, Pairs, compare_pairs, family_adjust, pairs_of, row_seed,
+                                      underpowered)
+from ingestaudit.report.tables import direction, g4
 
-DEFAULT_BUDGET = 0.01  # absolute change of the headline value tolerated before a row counts as regressed
+HARD_STATES = ("error", "no_prediction")
+MAX_LISTED = 10  # regressions printed before "... and N more"
+MOVED_SHOWN = 3  # items named per regression
 
+
+class GateError(Exception):
+    """A usage problem of the gate (bad ``--budget`` or ``--map``, no pipeline in common): exit 2, message names
+    the flag or file."""
+
+
+# --- budgets ---------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class RowChange:
-    """One compared row: key, baseline and new headline values, and why it regressed (``""`` if it did not)."""
+class Budget:
+    """A budget: ``value`` absolute, or a fraction of the baseline value when ``relative``; ``source`` says where
+    it was set (printed with it)."""
 
-    key: str
-    base: float | None
+    value: float
+    relative: bool = False
+    source: str = "default"
+
+    def allowed(self, base: float | None) -> float:
+        """The worsening tolerated from a baseline value ``base``."""
+        if not self.relative:
+            return self.value
+        return self.value * abs(base) if base is not None else 0.0
+
+    def text(self) -> str:
+        """``0.01`` or ``5%``."""
+        return f"{self.value * 100:.4g}%" if self.relative else f"{self.value:.4g}"
+
+
+def parse_budget(value: Any, where: str) -> Budget:
+    """``0.01`` / ``"0.01"`` (absolute) or ``"5%"`` (relative to the baseline value).
+
+    Raises:
+        GateError: not a finite number >= 0 or a percentage (``where`` names the flag or file).
+    """
+    text = str(value).strip()
+    relative = text.endswith("%")
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(text[:-1] if relative else text)
+    except ValueError:
+        raise GateError(f"{where}: budget {value!r} is not a number (0.01) or a percentage (\"5%\")") from None
+    if not math.isfinite(number) or number < 0:
+        raise GateError(f"{where}: budget {value!r} must be a finite number >= 0")
+    return Budget(number / 100 if relative else number, relative, where)
+
+
+def known_metric(name: str, extra: Sequence[str] = ()) -> bool:
+    """A registered metric, one a report holds (``extra``), or a cutoff of a registered family (``@K``)."""
+    if name in extra:
+        return True
+    try:
+        specs.get(name)
+        return True
+    except KeyError:
+        pass
+    family = name.split("@", 1)[0] + "@"
+    return "@" in name and any(s.name.startswith(family) for s in specs.all_specs())
+
+
+def resolve_budgets(config_gate: Mapping[str, Any] | None, flags: Sequence[str], *, config_source: str = "[gate]",
+                    report_metrics: Sequence[str] = ()) -> dict[str, Budget]:
+    """Budgets set by the config's ``[gate]`` table and by ``--budget METRIC=X`` flags (flags win).
+
+    Raises:
+        GateError: a malformed flag or value, or a metric no registry or report knows.
+    """
+    out: dict[str, Budget] = {}
+    for metric, value in (config_gate or {}).items():
+        where = f"{config_source} {metric}"
+        if not known_metric(metric, report_metrics):
+            raise GateError(f"{where}: unknown metric {metric!r} (see docs/metrics.md)")
+        out[metric] = parse_budget(value, where)
+    for flag in flags:
+        metric, eq, value = flag.partition("=")
+        metric = metric.strip()
+        where = f"--budget {flag}"
+        if not eq or not metric or not value.strip():
+            raise GateError(f"{where}: expected METRIC=X, e.g. --budget extraction.cer=0.02 or tables.teds=5%")
+        if not known_metric(metric, report_metrics):
+            raise GateError(f"{where}: unknown metric {metric!r} (see docs/metrics.md)")
+        out[metric] = parse_budget(value.strip(), where)
+    return out
+
+
+def budget_for(metric: str, budgets: Mapping[str, Budget]) -> Budget:
+    """The budget of ``metric``: set, else declared, else 0.01."""
+    if metric in budgets:
+        return budgets[metric]
+    try:
+        declared = specs.get(metric).default_budget
+    except KeyError:
+        declared = 0.01
+    return parse_budget(declared, "default")
+
+
+def badness(metric: str, label: str, value: float) -> float:
+    """How bad ``value`` is (larger is worse): the spec's orientation; the waterfall's ``retrieved`` share is better
+    higher while its loss shares are better lower; an unregistered metric is assumed better higher."""
+    if metric.startswith("retrieval.outcome@") and label == "retrieved":
+        return -value
+    try:
+        return specs.get(metric).badness(value)
+    except KeyError:
+        return -value
+
+
+# --- result objects --------------------------------------------------------------------------------------------------
+
+@dataclass
+class MovedItem:
+    """One paired item's change (``worse`` > 0 means it got worse)."""
+
+    item: str
+    base: float
+    head: float
+    worse: float
+
+
+@dataclass
+class RowResult:
+    """One gated row and its verdict (see the module docstring for ``status``)."""
+
+    pipeline: str  # the head's pipeline name
+    base_pipeline: str
+    doc_class: str
+    stage: str
+    metric: str
+    label: str
+    status: str
+    base: float | None  # summary headline values, as the two reports print them
     head: float | None
-    reason: str
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """All compared rows, and the regressed ones."""
-
-    changes: list[RowChange]
-    budget: float
-    same_corpus: bool = True
+    n_pairs: int = 0
+    moved: int = 0
+    diff: float | None = None  # head - base on the paired items
+    diff_low: float | None = None
+    diff_high: float | None = None
+    worse: float | None = None  # diff oriented so that positive is worse
+    budget: str = ""
+    allowed: float | None = None
+    test: str = ""
+    p_value: float | None = None
+    p_holm: float | None = None
+    underpowered: bool = False
+    budget_only: bool = False  # corpus-level value: no items to pair
+    reason: str = ""  # not comparable: what changed
+    moved_most: list[MovedItem] = field(default_factory=list)
 
     @property
-    def regressions(self) -> list[RowChange]:
-        """Rows that regressed."""
-        return [c for c in self.changes if c.reason]
+    def name(self) -> str:
+        return self.metric + (f"[{self.label}]" if self.label else "")
+
+    @property
+    def severity(self) -> float:
+        """Worsening in budgets (infinite for a zero budget)."""
+        if self.worse is None:
+            return 0.0
+        return self.worse / self.allowed if self.allowed else math.inf
 
 
-def headline(row: SummaryRow) -> float | None:
-    """The value a gate compares: micro when defined, else macro."""
+@dataclass
+class HardRegression:
+    """An item (``item`` ``""``: a whole stage) that was ``ok`` and now fails."""
+
+    pipeline: str
+    item: str
+    stages: list[str]
+    state: str
+    message: str
+
+
+@dataclass
+class Comparison:
+    """Everything the gate found."""
+
+    base_label: str
+    head_label: str
+    rows: list[RowResult]
+    hard: list[HardRegression]
+    pipelines: dict[str, Any]
+    items: dict[str, list[str]]
+    alpha: float = ALPHA
+    family: int = 0  # K, the size bound of Tarone's family
+    same_corpus: bool = True
+    confidence: float = 0.95  # of the difference intervals
+
+    @property
+    def regressions(self) -> list[RowResult]:
+        """Rows that regressed, most severe first."""
+        regs = [r for r in self.rows if r.status == "regression"]
+        return sorted(regs, key=lambda r: (-r.severity, r.underpowered or r.budget_only, r.doc_class == ALL_CLASSES,
+                                           r.pipeline, r.doc_class, r.metric, r.label))
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.hard or self.regressions)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.rows if r.status == status)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The same content as the text, as data (``compare --json``)."""
+        def row(r: RowResult) -> dict[str, Any]:
+            d = asdict(r)
+            d["moved_most"] = [asdict(m) for m in r.moved_most]
+            return d
+
+        regs = self.regressions
+        rest = sorted((r for r in self.rows if r.status != "regression"),
+                      key=lambda r: (r.status, r.pipeline, r.doc_class, r.metric, r.label))
+        return {"verdict": "failed" if self.failed else "held", "alpha": self.alpha, "family_size": self.family,
+                "base": self.base_label, "head": self.head_label, "same_corpus": self.same_corpus,
+                "counts": {s: self.count(s) for s in STATUSES} | {"hard_regressions": len(self.hard)},
+                "hard_regressions": [asdict(h) for h in self.hard], "regressions": [row(r) for r in regs],
+                "rows": [row(r) for r in rest], "pipelines": self.pipelines, "items": self.items}
+
+
+STATUSES = ("regression", "within_noise", "within_budget", "improved", "unchanged", "not_comparable", "no_pairs")
+
+
+# --- pairing ---------------------------------------------------------------------------------------------------------
+
+def pipeline_pairs(base: Report, head: Report, maps: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """``(base pipeline, head pipeline)`` pairs: same names, plus ``--map OLD=NEW``.
+
+    Raises:
+        GateError: a malformed ``--map``, a name neither report has, or no pipeline in common.
+    """
+    b_names = [p.name for p in base.pipelines] or sorted({r.pipeline for r in base.summary})
+    h_names = [p.name for p in head.pipelines] or sorted({r.pipeline for r in head.summary})
+    mapped: dict[str, str] = {}
+    for m in maps:
+        old, eq, new = m.partition("=")
+        old, new = old.strip(), new.strip()
+        if not eq or not old or not new:
+            raise GateError(f"--map {m}: expected OLD=NEW (a baseline pipeline = a head pipeline)")
+        if old not in b_names:
+            raise GateError(f"--map {m}: the baseline has no pipeline {old!r} (it has {', '.join(b_names) or 'none'})")
+        if new not in h_names:
+            raise GateError(f"--map {m}: the head has no pipeline {new!r} (it has {', '.join(h_names) or 'none'})")
+        mapped[old] = new
+    taken = set(mapped.values())
+    pairs = [(b, mapped[b]) for b in b_names if b in mapped]
+    pairs += [(b, b) for b in b_names if b not in mapped and b in h_names and b not in taken]
+    if not pairs:
+        raise GateError(f"no pipeline in common: the baseline has {', '.join(b_names) or 'none'}; the head has "
+                        f"{', '.join(h_names) or 'none'}. Pair them with --map BASE=HEAD"
+                        + (f" (e.g. --map {b_names[0]}={h_names[0]})" if b_names and h_names else ""))
+    return pairs
+
+
+def _headline(row: SummaryRow | None) -> float | None:
+    if row is None:
+        return None
     return row.micro if row.micro is not None else row.macro
 
 
-def _key(r: SummaryRow) -> str:
-    return f"{r.pipeline} {r.doc_class} {r.metric}" + (f"[{r.label}]" if r.label else "")
+def _index(report: Report) -> dict[tuple[str, str, str], dict[str, MeasurementRow]]:
+    out: dict[tuple[str, str, str], dict[str, MeasurementRow]] = defaultdict(dict)
+    for m in report.measurements:
+        out[(m.pipeline, m.metric, m.label)][m.item] = m
+    return out
 
 
-def compare_reports(base: Report, head: Report, budget: float = DEFAULT_BUDGET) -> Comparison:
-    """Compare ``head`` with ``base``; rows are matched on pipeline, class, metric and label.
+def _same_content(item: str, base: Report, head: Report) -> bool:
+    hb, hh = base.corpus.item_hashes.get(item), head.corpus.item_hashes.get(item)
+    return hb is None or hh is None or hb == hh
+
+
+def _pairs(b_rows: Mapping[str, MeasurementRow], h_rows: Mapping[str, MeasurementRow], doc_class: str,
+           base: Report, head: Report) -> Pairs:
+    items = []
+    for item in sorted(b_rows.keys() & h_rows.keys()):
+        rb, rh = b_rows[item], h_rows[item]
+        if rb.state != "ok" or rh.state != "ok" or rb.value is None or rh.value is None:
+            continue
+        if doc_class != ALL_CLASSES and (rb.doc_class != doc_class or rh.doc_class != doc_class):
+            continue
+        if _same_content(item, base, head):
+            items.append((item, rb, rh))
+    return pairs_of([i for i, _, _ in items], [rb for _, rb, _ in items], [rh for _, _, rh in items])
+
+
+def _value(p: Pairs, side: str) -> float:
+    if p.micro:
+        return sum(getattr(p, f"num_{side}")) / sum(getattr(p, f"den_{side}"))
+    vals = getattr(p, side)
+    return sum(vals) / len(vals)
+
+
+def _options_change(stage: str, base: Report, head: Report) -> str:
+    """What changed in a stage's definition inputs, in words."""
+    def opts(r: Report) -> dict[str, Any]:
+        a = r.config.get("auditors") if isinstance(r.config.get("auditors"), dict) else {}
+        return a.get(stage, {}) if isinstance(a.get(stage, {}), dict) else {"": a.get(stage)}
+
+    def run(r: Report) -> dict[str, Any]:
+        return r.config.get("run", {}) if isinstance(r.config.get("run"), dict) else {}
+
+    ob, oh = opts(base), opts(head)
+    changes = [f"{k}: {_short(ob.get(k))} -> {_short(oh.get(k))}" for k in sorted(ob.keys() | oh.keys())
+               if ob.get(k) != oh.get(k)]
+    from ingestaudit.report.schema import RUN_SETTINGS_BY_STAGE
+
+    changes += [f"run.{k}: {_short(run(base).get(k))} -> {_short(run(head).get(k))}"
+                for k in RUN_SETTINGS_BY_STAGE.get(stage, ()) if run(base).get(k) != run(head).get(k)]
+    if changes:
+        return f"{stage} options changed ({'; '.join(changes)})"
+    return f"the metric's declaration changed (ingestaudit {base.tool.version} -> {head.tool.version})"
+
+
+def _short(v: Any, limit: int = 40) -> str:
+    text = "(unset)" if v is None else json.dumps(v, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the gate --------------------------------------------------------------------------------------------------------
+
+def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget] | None = None,
+                    maps: Sequence[str] = (), alpha: float = ALPHA, base_label: str = "baseline",
+                    head_label: str = "head") -> Comparison:
+    """Gate ``head`` against ``base`` (see the module docstring).
 
     Args:
-        budget: largest tolerated change of the headline value in the bad direction (absolute, >= 0).
+        budgets: per-metric budgets (`resolve_budgets`); metrics left out take their declared default.
+        maps: ``--map OLD=NEW`` flags.
 
     Raises:
-        ValueError: negative budget.
+        GateError: bad ``maps`` or no pipeline in common.
     """
-    if budget < 0:
-        raise ValueError("budget must be >= 0")
-    new = {_key(r): r for r in head.summary}
-    changes = []
-    for b in base.summary:
-        key = _key(b)
-        h = new.get(key)
+    budgets = budgets or {}
+    pairs_of_pipelines = pipeline_pairs(base, head, maps)
+    b_index, h_index = _index(base), _index(head)
+    h_summary = {(r.pipeline, r.doc_class, r.metric, r.label): r for r in head.summary}
+    run_cfg = head.config.get("run") if isinstance(head.config.get("run"), dict) else {}
+    seed = run_cfg.get("seed", 0) if isinstance(run_cfg.get("seed", 0), int) else 0
+    rep_cfg = head.config.get("report") if isinstance(head.config.get("report"), dict) else {}
+    n_resamples = int(rep_cfg.get("bootstrap_resamples", 1000) or 1000)
+    confidence = float(rep_cfg.get("confidence", 0.95) or 0.95)
+
+    rows: list[RowResult] = []
+    pending: list[tuple[RowResult, Pairs]] = []
+    seen_sets: set[tuple[str, str, str, frozenset[str]]] = set()
+    b_by_pipeline = {pb: ph for pb, ph in pairs_of_pipelines}
+    ordered = sorted((r for r in base.summary if r.pipeline in b_by_pipeline),
+                     key=lambda r: (r.doc_class == ALL_CLASSES, r.pipeline, r.doc_class, r.metric, r.label))
+    for b in ordered:
+        ph = b_by_pipeline[b.pipeline]
+        h = h_summary.get((ph, b.doc_class, b.metric, b.label))
         if h is None:
-            had_value = headline(b) is not None
-            changes.append(RowChange(key, headline(b), None, "missing from the new report" if had_value else ""))
+            continue  # listed as a row only in the baseline
+        res = RowResult(pipeline=ph, base_pipeline=b.pipeline, doc_class=b.doc_class, stage=b.stage, metric=b.metric,
+                        label=b.label, status="", base=_headline(b), head=_headline(h))
+        budget = budget_for(b.metric, budgets)
+        res.budget = budget.text()
+        b_rows, h_rows = b_index.get((b.pipeline, b.metric, b.label)), h_index.get((ph, b.metric, b.label))
+        per_item = b.level != "corpus" and bool(b_rows) and bool(h_rows)
+        pairs = _pairs(b_rows, h_rows, b.doc_class, base, head) if per_item else None  # type: ignore[arg-type]
+        if pairs is not None:
+            key = (b.pipeline, b.metric, b.label, frozenset(pairs.items))
+            if b.doc_class == ALL_CLASSES and pairs.n and key in seen_sets:
+                continue  # the same items as one class's row: the same row, gated once
+            seen_sets.add(key)
+        if b.definition != h.definition:
+            res.status, res.reason = "not_comparable", _options_change(b.stage, base, head)
+            rows.append(res)
             continue
-        bv, hv = headline(b), headline(h)
-        reason = ""
-        if h.n_docs < b.n_docs:
-            reason = f"fewer documents measured ({b.n_docs} -> {h.n_docs}); states {h.states}"
-        elif bv is not None and hv is None:
-            reason = "no value in the new report"
-        elif bv is not None and hv is not None:
-            try:
-                spec = specs.get(b.metric)
-                worse = spec.badness(hv) - spec.badness(bv)
-            except KeyError:  # a plug-in's metric we have no spec for: assume higher is better
-                worse = bv - hv
-            if worse > budget:
-                reason = f"worse by {worse:.4f} (budget {budget:g})"
-        changes.append(RowChange(key, bv, hv, reason))
-    return Comparison(changes, budget, base.corpus.fingerprint == head.corpus.fingerprint)
+        if pairs is None:
+            _budget_only(res, budget)
+            rows.append(res)
+            continue
+        res.n_pairs, res.moved = pairs.n, pairs.moved
+        if not pairs.n:
+            res.status = "no_pairs"
+            rows.append(res)
+            continue
+        vb, vh = _value(pairs, "a"), _value(pairs, "b")
+        res.worse = badness(b.metric, b.label, vh) - badness(b.metric, b.label, vb)
+        res.allowed = budget.allowed(vb)
+        stat = compare_pairs(pairs, seed=row_seed(seed, ph, b.doc_class, b.metric, b.label),
+                             n_resamples=n_resamples, confidence=confidence, interval=pairs.moved > 0)
+        res.diff = stat.diff
+        res.diff_low, res.diff_high = (stat.low, stat.high) if pairs.moved else (0.0, 0.0)
+        res.test, res.p_value = stat.method, stat.p_value
+        moved = [MovedItem(i, x, y, badness(b.metric, b.label, y) - badness(b.metric, b.label, x))
+                 for i, x, y in zip(pairs.items, pairs.a, pairs.b) if x != y]
+        res.moved_most = sorted((m for m in moved if m.worse > 0), key=lambda m: (-m.worse, m.item))[:MOVED_SHOWN]
+        rows.append(res)
+        pending.append((res, pairs))
+
+    k, adjusted = family_adjust([r.p_value for r, _ in pending],  # type: ignore[misc]
+                                [min_attainable_p(r.moved) for r, _ in pending], alpha)
+    for (res, pairs), p_holm in zip(pending, adjusted):
+        res.p_holm = p_holm
+        res.underpowered = underpowered(pairs.n, k, alpha)
+        worse, allowed = res.worse or 0.0, res.allowed or 0.0
+        if worse > allowed and (res.underpowered or (p_holm is not None and p_holm < alpha)):
+            res.status = "regression"
+        elif worse > allowed:
+            res.status = "within_noise"
+        elif pairs.moved == 0 and worse == 0:
+            res.status = "unchanged"
+        elif worse < 0:
+            res.status = "improved"
+        else:
+            res.status = "within_budget"
+
+    b_items, h_items = _items(base), _items(head)
+    changed = sorted(i for i in b_items.keys() & h_items.keys() if not _same_content(i, base, head))
+    mapped_b = {pb for pb, _ in pairs_of_pipelines}
+    mapped_h = {ph for _, ph in pairs_of_pipelines}
+    h_keys = {(r.pipeline, r.doc_class, r.metric, r.label) for r in head.summary}
+    only_base_rows = sorted({f"{r.metric}" for r in base.summary if r.pipeline in b_by_pipeline
+                             and (b_by_pipeline[r.pipeline], r.doc_class, r.metric, r.label) not in h_keys})
+    return Comparison(
+        base_label=base_label, head_label=head_label, rows=rows,
+        hard=_hard_regressions(base, head, pairs_of_pipelines, b_index, h_index),
+        pipelines={"paired": [list(p) for p in pairs_of_pipelines],
+                   "only_base": [p for p in _names(base) if p not in mapped_b],
+                   "only_head": [p for p in _names(head) if p not in mapped_h]},
+        items={"added": sorted(h_items.keys() - b_items.keys()), "removed": sorted(b_items.keys() - h_items.keys()),
+               "changed": changed, "no_longer_measured": _no_longer_measured(base, head, pairs_of_pipelines,
+                                                                             b_index, h_index),
+               "metrics_only_in_base": only_base_rows},
+        alpha=alpha, family=k, same_corpus=base.corpus.fingerprint == head.corpus.fingerprint,
+        confidence=confidence)
 
 
-def render_comparison(c: Comparison) -> str:
-    """Plain-text list of the regressed rows (or a one-line all-clear)."""
+def _names(r: Report) -> list[str]:
+    return [p.name for p in r.pipelines] or sorted({s.pipeline for s in r.summary})
+
+
+def _items(r: Report) -> dict[str, str]:
+    return {m.item: m.item_kind for m in r.measurements}
+
+
+def _budget_only(res: RowResult, budget: Budget) -> None:
+    """A row without paired items (a corpus-level value): the budget alone decides."""
+    res.budget_only = True
+    res.test = "none (corpus-level value: one number per class, no items to pair)"
+    if res.base is None or res.head is None:
+        res.status = "no_pairs"
+        return
+    res.diff = res.head - res.base
+    res.worse = badness(res.metric, res.label, res.head) - badness(res.metric, res.label, res.base)
+    res.allowed = budget.allowed(res.base)
+    if res.worse > res.allowed:
+        res.status = "regression"
+    elif res.worse == 0:
+        res.status = "unchanged"
+    else:
+        res.status = "improved" if res.worse < 0 else "within_budget"
+
+
+def _hard_regressions(base: Report, head: Report, pairs: list[tuple[str, str]],
+                      b_index: Mapping, h_index: Mapping) -> list[HardRegression]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for pb, ph in pairs:
+        for (pipe, metric, label), b_rows in b_index.items():
+            if pipe != pb:
+                continue
+            h_rows = h_index.get((ph, metric, label), {})
+            for item, rb in b_rows.items():
+                rh = h_rows.get(item)
+                if rb.state == "ok" and rh is not None and rh.state in HARD_STATES and _same_content(item, base, head):
+                    entry = found.setdefault((ph, item), {"stages": set(), "state": rh.state, "message": ""})
+                    entry["stages"].add(rh.stage)
+                    if not entry["message"]:
+                        entry["message"] = str(rh.detail.get("reason") or rh.detail.get("message") or rh.state)
+    messages = {(f.pipeline, f.item): f.message for f in head.failures}
+    out = [HardRegression(ph, item, sorted(e["stages"]), e["state"], messages.get((ph, item), e["message"]))
+           for (ph, item), e in found.items()]
+    b_stage_fail = {(f.pipeline, f.stage) for f in base.failures if not f.item}
+    for pb, ph in pairs:
+        for f in head.failures:
+            if not f.item and f.pipeline == ph and (pb, f.stage) not in b_stage_fail:
+                out.append(HardRegression(ph, "", [f.stage], "error", f.message))
+    return sorted(out, key=lambda h: (h.pipeline, h.item, h.stages))
+
+
+def _no_longer_measured(base: Report, head: Report, pairs: list[tuple[str, str]], b_index: Mapping,
+                        h_index: Mapping) -> list[str]:
+    """``pipeline item stage: ok -> state`` for items that went from ok to skipped or no_reference."""
+    out = set()
+    for pb, ph in pairs:
+        for (pipe, metric, label), b_rows in b_index.items():
+            if pipe != pb:
+                continue
+            h_rows = h_index.get((ph, metric, label), {})
+            for item, rb in b_rows.items():
+                rh = h_rows.get(item)
+                if rb.state == "ok" and rh is not None and rh.state not in HARD_STATES + ("ok",) \
+                        and _same_content(item, base, head):
+                    out.add(f"{ph} {item} {rh.stage}: ok -> {rh.state}")
+    return sorted(out)
+
+
+# --- text ------------------------------------------------------------------------------------------------------------
+
+def _clip(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: max(1, width - 1)] + "…"
+
+
+def _list(names: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", … (+{len(names) - limit})" if len(names) > limit else "")
+
+
+def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) -> str:
+    """The gate's verdict for a person: a verdict line, hard regressions, regressions by severity (base -> head,
+    the difference on the paired items and its interval, the budget, the test, the three items that moved most),
+    then one line each for rows not comparable, items added/removed/changed and rows within noise. Two identical
+    reports give the verdict line alone. ``verbose`` lists every gated row."""
     regs = c.regressions
-    note = "" if c.same_corpus else "note: the two reports audited different corpora (fingerprints differ)\n"
-    return note + _render_rows(c, regs)
-
-
-def _render_rows(c: Comparison, regs: list[RowChange]) -> str:
-    if not regs:
-        return f"no regression in {len(c.changes)} compared rows (budget {c.budget:g})"
-    lines = [f"{len(regs)} regression(s) in {len(c.changes)} compared rows:"]
-    worse_first = sorted(regs, key=lambda r: (not r.reason.startswith("worse"), r.reason.startswith("missing")))
-    lines += [f"  {r.key}: {r.base} -> {r.head}: {r.reason}" for r in worse_first]
+    n_rows = len(c.rows)
+    under = sum(1 for r in regs if r.underpowered)
+    if c.failed:
+        parts = []
+        if c.hard:
+            parts.append(f"{len(c.hard)} hard regression{'s' * (len(c.hard) != 1)}")
+        if regs:
+            parts.append(f"{len(regs)} regression{'s' * (len(regs) != 1)}"
+                         + (f" ({under} underpowered)" if under else ""))
+        verdict = f"gate FAILED: {', '.join(parts)} in {n_rows} compared rows"
+    else:
+        verdict = f"gate held: no regression in {n_rows} compared rows"
+    lines = [verdict]
+    if not c.same_corpus:
+        lines.append("note: the reports audited different corpora (fingerprints differ); items pair by id and "
+                     "content hash")
+    if c.pipelines.get("paired") and any(a != b for a, b in c.pipelines["paired"]):
+        lines.append("pipelines: " + ", ".join(f"{a} -> {b}" for a, b in c.pipelines["paired"]))
+    if c.hard:
+        lines.append(f"hard regressions ({len(c.hard)}): items that were ok and now fail")
+        for h in c.hard[:MAX_LISTED]:
+            what = h.item or "(whole stage)"
+            lines.append(_clip(f"  {h.pipeline} · {what} · {', '.join(h.stages)}: ok -> {h.state}: "
+                               f"{' '.join(h.message.split())}", width))
+        if len(c.hard) > MAX_LISTED:
+            lines.append(f"  … and {len(c.hard) - MAX_LISTED} more (--json lists all)")
+    if regs:
+        lines.append(f"regressions, most severe first (head - base on the paired items [{_conf(c)} interval]):")
+        shown = regs if verbose else regs[:MAX_LISTED]
+        for i, r in enumerate(shown, 1):
+            lines += _regression_lines(i, r, c, width)
+        if len(regs) > len(shown):
+            lines.append(f"  … and {len(regs) - len(shown)} more regressions (--verbose or --json lists all)")
+    nc = [r for r in c.rows if r.status == "not_comparable"]
+    if nc:
+        reasons = sorted({r.reason for r in nc})
+        lines.append(_clip(f"not comparable ({len(nc)} row{'s' * (len(nc) != 1)}, not gated): "
+                           f"{'; '.join(reasons)}", width))
+    items = c.items
+    if items["added"] or items["removed"] or items["changed"]:
+        bits = [f"{len(items[k])} {k} ({_list(items[k])})" for k in ("added", "removed", "changed") if items[k]]
+        lines.append(_clip("items not paired: " + "; ".join(bits), width))
+    if items.get("no_longer_measured"):
+        lines.append(_clip(f"no longer measured ({len(items['no_longer_measured'])}): "
+                           + _list(items["no_longer_measured"], 2), width))
+    if c.pipelines["only_base"] or c.pipelines["only_head"]:
+        lines.append(_clip(f"pipelines not gated: only in the baseline: {', '.join(c.pipelines['only_base']) or '-'};"
+                           f" only in the head: {', '.join(c.pipelines['only_head']) or '-'}", width))
+    noise, within = c.count("within_noise"), c.count("within_budget")
+    improved, unchanged = c.count("improved"), c.count("unchanged")
+    if noise or within or improved or (c.failed and unchanged):
+        rows_word = "row" if noise + within == 1 else "rows"
+        lines.append(f"within noise: {noise + within} {rows_word} ({noise} moved beyond the budget, not significant "
+                     f"after Holm at alpha {c.alpha:g} over a family of {c.family}); {improved} improved; "
+                     f"{unchanged} unchanged")
+    if verbose:
+        lines.append("every compared row:")
+        for r in sorted(c.rows, key=lambda r: (STATUSES.index(r.status) if r.status in STATUSES else 99,
+                                               r.pipeline, r.doc_class, r.metric, r.label)):
+            lines.append(_clip(f"  {r.status:<14} {r.pipeline} · {r.doc_class} · {r.name}  {g4(r.base)} -> "
+                               f"{g4(r.head)}  Δ {g4(r.diff, True)}  n={r.n_pairs}"
+                               + (f"  p_holm {g4(r.p_holm)}" if r.p_holm is not None else ""), width))
     return "\n".join(lines)
+
+
+def _conf(c: Comparison) -> str:
+    return f"{c.confidence * 100:.4g}%"
+
+
+def _regression_lines(i: int, r: RowResult, c: Comparison, width: int) -> list[str]:
+    arrow = direction(r.metric, r.label)
+    pipe = r.pipeline if r.pipeline == r.base_pipeline else f"{r.base_pipeline} -> {r.pipeline}"
+    ci = f" [{g4(r.diff_low, True)}, {g4(r.diff_high, True)}]" if r.diff_low is not None else ""
+    head = f"  {i}. {pipe} · {r.doc_class} · {r.name} {arrow}  {g4(r.base)} -> {g4(r.head)}"
+    diff = f"Δ {g4(r.diff, True)}{ci}"
+    if r.budget_only:
+        why = "corpus-level value: budget alone"
+    elif r.underpowered:
+        why = (f"underpowered ({r.n_pairs} pairs: p >= {g4(min_attainable_p(r.n_pairs))}, the bar is "
+               f"{g4(c.alpha / c.family)}): budget alone")
+    else:
+        short = "sign test" if r.test.startswith("sign") else "Wilcoxon"
+        why = f"p_holm {g4(r.p_holm)} ({short}, {r.n_pairs} pairs, {r.moved} moved)"
+    detail = f"     {diff}  budget {r.budget}  {why}"
+    out = [_clip(head, width), _clip(detail, width)]
+    if r.moved_most:
+        moved = ", ".join(f"{m.item} {g4(m.base)} -> {g4(m.head)}" for m in r.moved_most)
+        out.append(_clip(f"     moved most: {moved}", width))
+    return out

@@ -1,12 +1,363 @@
-"""The view model shared by the terminal, Markdown and HTML renderers: one table per class, metrics x pipelines."""
+"""View models shared by the terminal, Markdown and HTML renderers: the headline per class (each stage's key
+metric per pipeline, with interval, n, the best pipeline where the difference is significant, and aggregates over
+the items every pipeline measured), the loss waterfall, failures grouped by cause, and the full tables (every
+metric x pipeline, one per class)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from ingestaudit.metrics import specs
-from ingestaudit.report.schema import ALL_CLASSES, Report, SummaryRow
+from ingestaudit.report.schema import ALL_CLASSES, Failure, MeasurementRow, PairedTest, Report, SummaryRow
 
+STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate", "language", "pii", "dedup",
+               "chunking", "index", "retrieval")
+"""Stages in chain order (unknown stages follow, by name)."""
+
+KEY_METRICS: dict[str, tuple[str, ...]] = {
+    "extraction": ("extraction.cer_norm", "extraction.cer"),
+    "normalization": ("normalization.replacement_chars",),
+    "tables": ("tables.teds",),
+    "layout": ("layout.heading_f1",),
+    "boilerplate": ("boilerplate.f1",),
+    "language": ("language.macro_f1", "language.accuracy"),
+    "pii": ("pii.f1",),
+    "dedup": ("dedup.pairwise_f1", "dedup.bcubed_precision"),
+    "chunking": ("chunking.evidence_held",),
+    "index": ("index.recall@10",),
+}
+"""Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
+K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
+
+WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter",
+                      "missed_by_ranking", "missed_by_ann", "retrieved")
+
+
+def g4(x: float | None, signed: bool = False) -> str:
+    """4 significant digits (``+`` sign when ``signed``), an em dash for None."""
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    return f"{x:+.4g}" if signed else f"{x:.4g}"
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """A value with ``digits`` decimals, or an em dash for None (the full tables)."""
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def headline_value(row: SummaryRow | None) -> float | None:
+    """The value a row is read by: micro when defined, else macro."""
+    if row is None:
+        return None
+    return row.micro if row.micro is not None else row.macro
+
+
+def direction(metric: str, label: str = "") -> str:
+    """``"↑"`` when higher is better, ``"↓"`` when lower is better, ``"→1"`` when the best value is 1 (an ideal
+    inside the range), ``""`` for unregistered metrics. The waterfall's ``retrieved`` share is ``↑``."""
+    name = metric.split("[", 1)[0]
+    if not label and "[" in metric:
+        label = metric.split("[", 1)[1].rstrip("]")
+    if name.startswith("retrieval.outcome@") and label == "retrieved":
+        return "↑"
+    try:
+        spec = specs.get(name)
+    except KeyError:
+        return ""
+    if spec.ideal is not None:
+        return f"→{spec.ideal:g}"
+    return "↑" if spec.higher_is_better else "↓"
+
+
+def _badness(metric: str, label: str, value: float) -> float:
+    from ingestaudit.report.compare import badness
+
+    return badness(metric, label, value)
+
+
+def stage_rank(stage: str) -> tuple[int, str]:
+    return (STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER), stage)
+
+
+def _at_k(metric: str) -> int:
+    try:
+        return int(metric.rsplit("@", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def choose_keys(available: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Each stage's key ``(metric, label)`` among the ``(metric, label)`` pairs present (see `KEY_METRICS`);
+    label ``""`` is preferred, else the first label by name. Ordered by `STAGE_ORDER`."""
+    by_metric: dict[str, set[str]] = {}
+    for metric, label in available:
+        by_metric.setdefault(metric, set()).add(label)
+    stages = sorted({m.split(".", 1)[0] for m in by_metric}, key=stage_rank)
+    out: dict[str, tuple[str, str]] = {}
+    for stage in stages:
+        names = sorted(m for m in by_metric if m.split(".", 1)[0] == stage)
+        choice = next((m for m in KEY_METRICS.get(stage, ()) if m in by_metric), None)
+        if choice is None and stage in ("retrieval", "index"):
+            recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
+            choice = max(recall, key=_at_k) if recall else None
+        choice = choice or names[0]
+        labels = by_metric[choice]
+        out[stage] = (choice, "" if "" in labels else sorted(labels)[0])
+    return out
+
+
+# --- headline -------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HeadCell:
+    """One pipeline's key value in a class: the headline value, its interval, n, other states, and ``best``: the
+    best pipeline, marked only when its paired test against every other pipeline is significant after Holm."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    note: str  # non-ok states, or "corpus of N" for corpus-level values
+    best: bool = False
+    total: int = 0  # items in any state (n of them ok)
+    corpus: bool = False  # one value over the class (n = documents), not an aggregate of items
+    missing: str = ""  # why there is no value: the most frequent state that is not ok
+
+    def text(self, with_interval: bool = True) -> str:
+        """``value ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
+        if self.value is None:
+            return self.note or self.missing or "—"
+        ci = f" [{g4(self.low)}, {g4(self.high)}]" if with_interval and self.low is not None else ""
+        star = " ★" if self.best else ""
+        return f"{g4(self.value)}{star}{ci} n={self.n}" + (f" ({self.note})" if self.note else "")
+
+    def compact(self) -> tuple[str, str]:
+        """``("value ★ n=k/N", "[low, high]")`` for the terminal: k items ok of N in any state, bounds to 3
+        significant digits (a corpus-level value: ``n=`` the documents it was computed over)."""
+        if self.value is None:
+            return (f"— ({self.missing})" if self.missing else "—"), ""
+        star = " ★" if self.best else ""
+        n = f"n={self.n}" + (f"/{self.total}" if self.total > self.n and not self.corpus else "")
+        ci = f"[{self.low:.3g}, {self.high:.3g}]" if self.low is not None and self.high is not None else ""
+        return f"{g4(self.value)}{star} {n}", ci
+
+
+@dataclass(frozen=True)
+class HeadRow:
+    """One stage's key metric in a class, per pipeline, and (when the pipelines measured different items) the
+    values over the items every pipeline measured."""
+
+    stage: str
+    metric: str
+    label: str
+    cells: list[HeadCell]
+    common_n: int | None = None  # items every compared pipeline measured, when that differs from some n
+    common: list[float | None] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.metric + (f"[{self.label}]" if self.label else "")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline of one class."""
+
+    doc_class: str
+    documents: int
+    questions: int
+    pipelines: list[str]
+    rows: list[HeadRow]
+    waterfall: list[tuple[str, list[tuple[str, float]]]]  # (pipeline, [(outcome, share)]) at waterfall_k
+    waterfall_k: int | None
+
+
+def _note(row: SummaryRow) -> str:
+    if row.level == "corpus":
+        bad = [s for s, n in row.states.items() if n and s != "ok"]
+        return f"corpus of {row.n_docs}" + (f"; {bad[0]}" if bad else "")
+    return ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
+
+
+def _cell(row: SummaryRow | None) -> HeadCell:
+    if row is None:
+        return HeadCell(None, None, None, 0, "")
+    bad = sorted(((n, s) for s, n in row.states.items() if n and s != "ok"), key=lambda x: (-x[0], x[1]))
+    return HeadCell(headline_value(row), row.ci_low, row.ci_high, row.n_docs, _note(row),
+                    total=sum(row.states.values()), corpus=row.level == "corpus",
+                    missing=bad[0][1].replace("_", " ") if bad else "")
+
+
+def _significant_best(tests: Sequence[PairedTest], best: str, others: Sequence[str], metric: str, label: str,
+                      doc_class: str, values: dict[str, float]) -> bool:
+    """True when every comparison of ``best`` with another pipeline is significant after Holm and agrees with the
+    direction of the headline values."""
+    if not others:
+        return False
+    for other in others:
+        t = next((t for t in tests if t.doc_class == doc_class and t.metric == metric and t.label == label
+                  and {t.pipeline_a, t.pipeline_b} == {best, other}), None)
+        if t is None or t.p_holm is None or not t.significant:
+            return False
+        diff = t.diff if t.diff is not None else t.mean_diff  # b - a
+        better_b = _badness(metric, label, values[t.pipeline_b]) < _badness(metric, label, values[t.pipeline_a])
+        if (t.pipeline_b == best) != better_b or diff == 0:
+            return False
+    return True
+
+
+def common_items(rows: Sequence[MeasurementRow], doc_class: str, metric: str, label: str,
+                 pipelines: Sequence[str]) -> tuple[int, dict[str, float | None]] | None:
+    """Over the items every pipeline with an ok row measured (``None`` when that is every item of every pipeline
+    already): ``(n, {pipeline: micro or mean over those items})``."""
+    ok: dict[str, dict[str, MeasurementRow]] = {p: {} for p in pipelines}
+    for r in rows:
+        if r.metric == metric and r.label == label and r.state == "ok" and r.pipeline in ok \
+                and (doc_class == ALL_CLASSES or r.doc_class == doc_class):
+            ok[r.pipeline][r.item] = r
+    measured = [p for p in pipelines if ok[p]]
+    if len(measured) < 2:
+        return None
+    common = set.intersection(*(set(ok[p]) for p in measured))
+    if all(len(ok[p]) == len(common) for p in measured):
+        return None
+    out: dict[str, float | None] = {}
+    for p in pipelines:
+        sel = [ok[p][i] for i in common] if p in measured else []
+        if not sel:
+            out[p] = None
+        elif all(r.numerator is not None and r.denominator is not None for r in sel) \
+                and sum(r.denominator for r in sel):  # type: ignore[misc]
+            out[p] = sum(r.numerator for r in sel) / sum(r.denominator for r in sel)  # type: ignore[misc]
+        else:
+            out[p] = sum(r.value for r in sel) / len(sel)  # type: ignore[misc]
+    return len(common), out
+
+
+def waterfall_k(report: Report) -> int | None:
+    """The cutoff of the waterfall: the ``retrieval/waterfall`` detail's ``k``, else the largest outcome@K."""
+    for d in report.details:
+        if d.stage == "retrieval" and d.name == "waterfall" and isinstance(d.data, dict) and d.data.get("k"):
+            return int(d.data["k"])
+    ks = [_at_k(r.metric) for r in report.summary if r.metric.startswith("retrieval.outcome@")]
+    return max(ks) if ks else None
+
+
+def waterfall_outcomes(report: Report) -> list[str]:
+    for d in report.details:
+        if d.stage == "retrieval" and d.name == "waterfall" and isinstance(d.data, dict) \
+                and isinstance(d.data.get("outcomes"), list):
+            return [str(o) for o in d.data["outcomes"]]
+    return list(WATERFALL_OUTCOMES)
+
+
+def waterfall_shares(report: Report, doc_class: str) -> list[tuple[str, list[tuple[str, float]]]]:
+    """Per pipeline, the share of evidence items per outcome (chain order, zeros kept) in ``doc_class``."""
+    k = waterfall_k(report)
+    if k is None:
+        return []
+    metric = f"retrieval.outcome@{k}"
+    outcomes = waterfall_outcomes(report)
+    by_pipe: dict[str, dict[str, float]] = {}
+    for r in report.summary:
+        if r.metric == metric and r.doc_class == doc_class and headline_value(r) is not None:
+            by_pipe.setdefault(r.pipeline, {})[r.label] = headline_value(r)  # type: ignore[assignment]
+    order = [p.name for p in report.pipelines]
+    out = []
+    for p in sorted(by_pipe, key=lambda p: (order.index(p) if p in order else len(order), p)):
+        shares = by_pipe[p]
+        names = outcomes + sorted(set(shares) - set(outcomes))
+        out.append((p, [(o, shares.get(o, 0.0)) for o in names]))
+    return out
+
+
+def headlines(report: Report) -> list[Headline]:
+    """The headline of every class (sorted, ``__all__`` last)."""
+    pipelines = [p.name for p in report.pipelines] or sorted({r.pipeline for r in report.summary})
+    by_class: dict[str, dict[tuple[str, str, str], SummaryRow]] = {}
+    for r in report.summary:
+        by_class.setdefault(r.doc_class, {})[(r.metric, r.label, r.pipeline)] = r
+    keys = choose_keys((r.metric, r.label) for r in report.summary
+                       if not r.metric.startswith("retrieval.outcome@"))
+    wk = waterfall_k(report)
+    docs_per_class = dict(report.corpus.documents)
+    q_per_class: dict[str, set[str]] = {}
+    for m in report.measurements:
+        if m.item_kind == "question":
+            q_per_class.setdefault(m.doc_class, set()).add(m.item)
+            q_per_class.setdefault(ALL_CLASSES, set()).add(m.item)
+    out = []
+    for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
+        rows = []
+        for stage, (metric, label) in keys.items():
+            found = {p: by_class[cls].get((metric, label, p)) for p in pipelines}
+            if not any(found.values()):
+                continue
+            cells = [_cell(found[p]) for p in pipelines]
+            values = {p: c.value for p, c in zip(pipelines, cells) if c.value is not None}
+            if len(values) >= 2:
+                best = min(values, key=lambda p: (_badness(metric, label, values[p]), pipelines.index(p)))
+                if _significant_best(report.paired_tests, best, [p for p in values if p != best], metric, label,
+                                     cls, values):
+                    cells = [HeadCell(c.value, c.low, c.high, c.n, c.note, p == best)
+                             for p, c in zip(pipelines, cells)]
+            common = common_items(report.measurements, cls, metric, label, pipelines) if len(pipelines) > 1 else None
+            if common and sum(1 for v in common[1].values() if v is not None) < 2:
+                common = None  # fewer than two pipelines have a value over the common items: nothing to compare
+            rows.append(HeadRow(stage, metric, label, cells, common[0] if common else None,
+                                [common[1][p] for p in pipelines] if common else []))
+        n_docs = sum(docs_per_class.values()) if cls == ALL_CLASSES else docs_per_class.get(cls, 0)
+        out.append(Headline(cls, n_docs, len(q_per_class.get(cls, ())), pipelines, rows,
+                            waterfall_shares(report, cls) if wk else [], wk))
+    return out
+
+
+# --- failures --------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Failures that share a cause: count, the stages and pipelines they hit, one example."""
+
+    cause: str
+    count: int
+    stages: list[str]
+    pipelines: list[str]
+    example_item: str
+    example: str
+
+
+def _cause(f: Failure) -> str:
+    """The message with what varies per item (the id, file names, numbers, quoted text) blanked out."""
+    text = " ".join(f.message.split())
+    if f.item:
+        text = text.replace(f.item, "…")
+        text = text.replace(f.item.rsplit("/", 1)[-1], "…")
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
+    text = re.sub(r"\b[\w.-]+\.(pdf|png|jpe?g|tiff?|html?|txt|md|docx|json|xml)\b", "…", text, flags=re.I)
+    text = re.sub(r"\d+(\.\d+)?", "N", text)
+    return text[:120]
+
+
+def failure_groups(report: Report) -> list[FailureGroup]:
+    """Failures grouped by cause (never one line per stage): most frequent first."""
+    groups: dict[str, list[Failure]] = {}
+    for f in report.failures:
+        groups.setdefault(_cause(f), []).append(f)
+    out = []
+    for cause, fs in groups.items():
+        first = fs[0]
+        out.append(FailureGroup(cause, len({(f.item, f.pipeline) for f in fs}) or len(fs),
+                                sorted({f.stage for f in fs}, key=stage_rank),
+                                sorted({f.pipeline for f in fs if f.pipeline}), first.item,
+                                " ".join(first.message.split())))
+    return sorted(out, key=lambda g: (-g.count, g.cause))
+
+
+# --- full tables -----------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Cell:
@@ -23,11 +374,6 @@ class ClassTable:
     doc_class: str
     pipelines: list[str]
     rows: list[tuple[str, list[Cell]]]
-
-
-def fmt(x: float | None, digits: int = 4) -> str:
-    """A value with ``digits`` decimals, or an em dash for None."""
-    return "—" if x is None else f"{x:.{digits}f}"
 
 
 def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
@@ -47,27 +393,16 @@ def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
 
 
 def class_tables(report: Report, digits: int = 4) -> list[ClassTable]:
-    """One table per class (sorted, ``__all__`` last), rows ``metric[label]``, columns the report's pipelines; values
-    with ``digits`` decimals."""
+    """One table per class (sorted, ``__all__`` last), rows ``metric[label]`` in stage order, columns the report's
+    pipelines; values with ``digits`` decimals."""
     pipelines = [p.name for p in report.pipelines]
-    by_class: dict[str, dict[str, dict[str, SummaryRow]]] = {}
+    by_class: dict[str, dict[tuple[str, str], dict[str, SummaryRow]]] = {}
     for r in report.summary:
-        name = r.metric + (f"[{r.label}]" if r.label else "")
-        by_class.setdefault(r.doc_class, {}).setdefault(name, {})[r.pipeline] = r
+        by_class.setdefault(r.doc_class, {}).setdefault((r.metric, r.label), {})[r.pipeline] = r
     tables = []
     for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
-        rows = [(name, [cell(by_pipeline.get(p), digits) for p in pipelines]) for name, by_pipeline in sorted(by_class[cls].items())]
+        keys = sorted(by_class[cls], key=lambda k: (stage_rank(k[0].split(".", 1)[0]), k))
+        rows = [(m + (f"[{lab}]" if lab else ""), [cell(by_class[cls][(m, lab)].get(p), digits) for p in pipelines])
+                for m, lab in keys]
         tables.append(ClassTable(cls, pipelines, rows))
     return tables
-
-
-def direction(metric: str) -> str:
-    """``"↑"`` when higher is better, ``"↓"`` when lower is better, ``"→1"`` when the best value is 1 (an ideal
-    inside the range), ``""`` for unregistered metrics."""
-    try:
-        spec = specs.get(metric.split("[", 1)[0])
-    except KeyError:
-        return ""
-    if spec.ideal is not None:
-        return f"→{spec.ideal:g}"
-    return "↑" if spec.higher_is_better else "↓"

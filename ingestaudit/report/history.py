@@ -1,0 +1,370 @@
+"""Run history in one embedded DuckDB file: every audited run's summary rows, for trend tables and plots and as
+a baseline for the gate (``run --history DB --label L``, ``ingestaudit history DB``, ``--baseline history:DB``).
+
+Tables (schema `SCHEMA`, recorded in ``ingestaudit_meta``):
+
+* ``runs``: ``run_id``, ``time`` (UTC, ISO 8601), ``label`` (e.g. a commit), ``corpus_fingerprint``,
+  ``corpus_path``, ``tool_version``, ``pipelines`` (JSON: every stage's implementation, version and settings),
+  ``accepted``, and ``report`` (the report's JSON without measurements and summary);
+* ``summary``: one row per run x pipeline x class x metric x label (n, micro, macro, headline value, interval,
+  states as JSON, definition fingerprint);
+* ``measurements``: one row per run x item x pipeline x metric x label (what the gate pairs).
+
+**Accepted runs.** The gate's history baseline is the last *accepted* run. The first run recorded is accepted (it
+starts the history); later ones are recorded as not accepted until a person accepts one
+(``ingestaudit history DB --accept LABEL``). A baseline that only moves when someone accepts it catches slow drift:
+five nights each 0.004 worse pass a 0.01 budget one by one, but not against the accepted run.
+
+DuckDB also reads ``measurements.parquet`` files directly (``SELECT * FROM 'out/measurements.parquet'``) for
+questions the tables here do not answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ingestaudit.report.schema import MeasurementRow, Report, SummaryRow
+
+SCHEMA = "ingestaudit-history-1"
+HISTORY_PREFIX = "history:"
+
+_DDL = (
+    "CREATE TABLE ingestaudit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    """CREATE TABLE runs (run_id INTEGER PRIMARY KEY, time VARCHAR NOT NULL, label VARCHAR NOT NULL,
+       corpus_fingerprint VARCHAR, corpus_path VARCHAR, tool_version VARCHAR, pipelines VARCHAR,
+       accepted BOOLEAN NOT NULL, report VARCHAR NOT NULL)""",
+    """CREATE TABLE summary (run_id INTEGER NOT NULL, pipeline VARCHAR, doc_class VARCHAR, stage VARCHAR,
+       metric VARCHAR, label VARCHAR, level VARCHAR, n INTEGER, micro DOUBLE, macro DOUBLE, headline DOUBLE,
+       ci_low DOUBLE, ci_high DOUBLE, ci_method VARCHAR, states VARCHAR, numerator DOUBLE, denominator DOUBLE,
+       definition VARCHAR)""",
+    """CREATE TABLE measurements (run_id INTEGER NOT NULL, item VARCHAR, item_kind VARCHAR, doc_class VARCHAR,
+       pipeline VARCHAR, stage VARCHAR, metric VARCHAR, label VARCHAR, value DOUBLE, numerator DOUBLE,
+       denominator DOUBLE, state VARCHAR, detail VARCHAR)""",
+)
+
+
+class HistoryError(Exception):
+    """The history file cannot be used (not a DuckDB file, another schema, locked by another process, no such
+    run); the message names the file."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One recorded run."""
+
+    run_id: int
+    time: str
+    label: str
+    corpus_fingerprint: str
+    accepted: bool
+
+
+@contextmanager
+def _connect(path: Path, *, create: bool, read_only: bool = False) -> Iterator[Any]:
+    import duckdb
+
+    if not path.exists() and not create:
+        raise HistoryError(f"{path}: no such history file")
+    if path.exists() and path.is_dir():
+        raise HistoryError(f"{path}: is a folder, not a history file")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only and path.exists())
+    except duckdb.Error as exc:
+        msg = str(exc)
+        if "lock" in msg.lower():
+            raise HistoryError(f"{path}: locked by another process ({msg.splitlines()[0]}); try again when it "
+                               "finishes") from None
+        raise HistoryError(f"{path}: not a DuckDB history file ({msg.splitlines()[0]})") from None
+    try:
+        _check_schema(con, path, create=create and not read_only)
+        yield con
+    finally:
+        con.close()
+
+
+def _check_schema(con: Any, path: Path, *, create: bool) -> None:
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if "ingestaudit_meta" not in tables:
+        if tables:
+            raise HistoryError(f"{path}: a DuckDB database but not an ingestaudit history (tables "
+                               f"{', '.join(sorted(tables)[:5])}); nothing was changed")
+        if not create:
+            raise HistoryError(f"{path}: an empty database, no run recorded yet")
+        con.execute("BEGIN TRANSACTION")
+        for ddl in _DDL:
+            con.execute(ddl)
+        con.execute("INSERT INTO ingestaudit_meta VALUES ('schema', ?)", [SCHEMA])
+        con.execute("COMMIT")
+        return
+    row = con.execute("SELECT value FROM ingestaudit_meta WHERE key = 'schema'").fetchone()
+    if row is None or row[0] != SCHEMA:
+        raise HistoryError(f"{path}: history schema {row[0] if row else '(none)'!r}; this ingestaudit reads "
+                           f"{SCHEMA!r}; nothing was changed")
+
+
+def check_history(path: Path) -> None:
+    """Open (creating when absent) and validate a history file before a run spends time on the audit.
+
+    Raises:
+        HistoryError: see the class.
+    """
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise HistoryError(f"{path}: the folder {path.parent} does not exist")
+        return
+    with _connect(path, create=True):
+        pass
+
+
+def _headline(r: SummaryRow) -> float | None:
+    return r.micro if r.micro is not None else r.macro
+
+
+def append_run(path: Path, report: Report, *, label: str = "", time: str | None = None,
+               accepted: bool | None = None) -> int:
+    """Record ``report`` as a new run; returns its ``run_id``.
+
+    Args:
+        label: the user's label (a commit, a date); ``""`` is allowed.
+        time: ISO 8601 time (default: now, UTC, to the second).
+        accepted: default: True for the first run of the file, else False (see the module docstring).
+
+    Raises:
+        HistoryError: see the class.
+    """
+    stamp = time or datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    slim = report.model_dump(mode="json", exclude={"measurements", "summary"})
+    with _connect(path, create=True) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            run_id, first = con.execute("SELECT COALESCE(MAX(run_id), 0) + 1, COUNT(*) = 0 FROM runs").fetchone()
+            con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, stamp, label, report.corpus.fingerprint, report.corpus.path, report.tool.version,
+                         json.dumps([p.model_dump(mode="json") for p in report.pipelines], sort_keys=True),
+                         bool(first) if accepted is None else accepted,
+                         json.dumps(slim, sort_keys=True, allow_nan=False)])
+            con.executemany("INSERT INTO summary VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [[run_id, r.pipeline, r.doc_class, r.stage, r.metric, r.label, r.level, r.n_docs,
+                              r.micro, r.macro, _headline(r), r.ci_low, r.ci_high, r.ci_method,
+                              json.dumps(r.states, sort_keys=True), r.numerator, r.denominator, r.definition]
+                             for r in report.summary])
+            if report.measurements:
+                _insert_measurements(con, run_id, report.measurements)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return int(run_id)
+
+
+def _insert_measurements(con: Any, run_id: int, rows: Sequence[MeasurementRow]) -> None:
+    import pyarrow as pa
+
+    cols: dict[str, list[Any]] = {k: [] for k in ("run_id", "item", "item_kind", "doc_class", "pipeline", "stage",
+                                                  "metric", "label", "value", "numerator", "denominator", "state",
+                                                  "detail")}
+    for m in rows:
+        for k in cols:
+            if k == "run_id":
+                cols[k].append(run_id)
+            elif k == "detail":
+                cols[k].append(json.dumps(m.detail, sort_keys=True, ensure_ascii=False))
+            else:
+                cols[k].append(getattr(m, k))
+    table = pa.table({"run_id": pa.array(cols["run_id"], pa.int32()),
+                      **{k: pa.array(v, pa.float64() if k in ("value", "numerator", "denominator") else pa.string())
+                         for k, v in cols.items() if k != "run_id"}})
+    con.register("_incoming", table)
+    try:
+        con.execute("INSERT INTO measurements SELECT * FROM _incoming")
+    finally:
+        con.unregister("_incoming")
+
+
+def list_runs(path: Path) -> list[RunInfo]:
+    """Every recorded run, oldest first."""
+    with _connect(path, create=False, read_only=True) as con:
+        rows = con.execute("SELECT run_id, time, label, corpus_fingerprint, accepted FROM runs "
+                           "ORDER BY run_id").fetchall()
+    return [RunInfo(int(r[0]), r[1], r[2], r[3] or "", bool(r[4])) for r in rows]
+
+
+def accept(path: Path, which: str) -> RunInfo:
+    """Mark a run accepted: ``which`` is a run id, a label (its latest run) or ``"last"``.
+
+    Raises:
+        HistoryError: no such run.
+    """
+    runs = list_runs(path)
+    run = _find(runs, which, path)
+    with _connect(path, create=False) as con:
+        con.execute("UPDATE runs SET accepted = TRUE WHERE run_id = ?", [run.run_id])
+    return RunInfo(run.run_id, run.time, run.label, run.corpus_fingerprint, True)
+
+
+def _find(runs: Sequence[RunInfo], which: str, path: Path) -> RunInfo:
+    if not runs:
+        raise HistoryError(f"{path}: no run recorded yet")
+    if which == "last":
+        return runs[-1]
+    by_label = [r for r in runs if r.label == which]
+    if by_label:
+        return by_label[-1]
+    if which.isdigit():
+        hit = [r for r in runs if r.run_id == int(which)]
+        if hit:
+            return hit[0]
+    raise HistoryError(f"{path}: no run with id or label {which!r}")
+
+
+def load_report(path: Path, run_id: int | None = None) -> tuple[Report, RunInfo]:
+    """A recorded run as a `Report` (summary and measurements included): ``run_id``, else the last accepted run.
+
+    Raises:
+        HistoryError: no such run, or no accepted run.
+    """
+    with _connect(path, create=False, read_only=True) as con:
+        if run_id is None:
+            row = con.execute("SELECT run_id FROM runs WHERE accepted ORDER BY run_id DESC LIMIT 1").fetchone()
+            if row is None:
+                raise HistoryError(f"{path}: no accepted run to use as a baseline (accept one with "
+                                   f"'ingestaudit history {path} --accept LABEL')")
+            run_id = int(row[0])
+        meta = con.execute("SELECT run_id, time, label, corpus_fingerprint, accepted, report FROM runs "
+                           "WHERE run_id = ?", [run_id]).fetchone()
+        if meta is None:
+            raise HistoryError(f"{path}: no run {run_id}")
+        summary = con.execute("SELECT pipeline, doc_class, stage, metric, label, level, n, micro, macro, ci_low, "
+                              "ci_high, ci_method, states, numerator, denominator, definition FROM summary "
+                              "WHERE run_id = ? ORDER BY rowid", [run_id]).fetchall()
+        meas = con.execute("SELECT item, item_kind, doc_class, pipeline, stage, metric, label, value, numerator, "
+                           "denominator, state, detail FROM measurements WHERE run_id = ? ORDER BY rowid",
+                           [run_id]).fetchall()
+    raw = json.loads(meta[5])
+    raw["summary"] = [{"pipeline": s[0], "doc_class": s[1], "stage": s[2], "metric": s[3], "label": s[4],
+                       "level": s[5], "n_docs": s[6], "micro": s[7], "macro": s[8], "ci_low": s[9],
+                       "ci_high": s[10], "ci_method": s[11], "states": json.loads(s[12]), "numerator": s[13],
+                       "denominator": s[14], "definition": s[15] or ""} for s in summary]
+    raw["measurements"] = [{"item": m[0], "item_kind": m[1], "doc_class": m[2], "pipeline": m[3], "stage": m[4],
+                            "metric": m[5], "label": m[6], "value": m[7], "numerator": m[8], "denominator": m[9],
+                            "state": m[10], "detail": json.loads(m[11] or "{}")} for m in meas]
+    try:
+        report = Report.model_validate(raw)
+    except Exception as exc:  # a row the current schema rejects
+        raise HistoryError(f"{path}: run {run_id} does not load as a report ({exc})") from None
+    return report, RunInfo(int(meta[0]), meta[1], meta[2], meta[3] or "", bool(meta[4]))
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One series: a pipeline x class x metric x label's headline value per run (None where the run lacks it)."""
+
+    pipeline: str
+    doc_class: str
+    metric: str
+    label: str
+    values: list[float | None]
+    n: list[int | None]
+
+    @property
+    def name(self) -> str:
+        return self.metric + (f"[{self.label}]" if self.label else "")
+
+
+def trends(path: Path, *, metric: str | None = None, doc_class: str | None = None, pipeline: str | None = None,
+           last: int = 20, metrics: Sequence[tuple[str, str]] | None = None) -> tuple[list[RunInfo], list[Trend]]:
+    """The last ``last`` runs and the series that match the filters (``metric``: a metric name or a stage prefix;
+    ``metrics``: exact ``(metric, label)`` pairs, e.g. the key metrics), ordered by pipeline, class, metric."""
+    runs = list_runs(path)[-last:] if last else list_runs(path)
+    if not runs:
+        return [], []
+    ids = [r.run_id for r in runs]
+    where, args = ["run_id >= ?"], [ids[0]]
+    if metric:
+        where.append("(metric = ? OR metric LIKE ?)")
+        args += [metric, metric.rstrip(".") + ".%"]
+    if doc_class:
+        where.append("doc_class = ?")
+        args.append(doc_class)
+    if pipeline:
+        where.append("pipeline = ?")
+        args.append(pipeline)
+    with _connect(path, create=False, read_only=True) as con:
+        rows = con.execute(f"SELECT run_id, pipeline, doc_class, metric, label, headline, n FROM summary WHERE "
+                           f"{' AND '.join(where)}", args).fetchall()
+    wanted = set(metrics) if metrics is not None else None
+    series: dict[tuple[str, str, str, str], dict[int, tuple[float | None, int | None]]] = {}
+    for run_id, pipe, cls, m, lab, value, n in rows:
+        if wanted is not None and (m, lab) not in wanted:
+            continue
+        series.setdefault((pipe, cls, m, lab), {})[int(run_id)] = (value, n)
+    from ingestaudit.report.schema import ALL_CLASSES
+    from ingestaudit.report.tables import stage_rank
+
+    out = [Trend(p, c, m, lab, [s.get(i, (None, None))[0] for i in ids], [s.get(i, (None, None))[1] for i in ids])
+           for (p, c, m, lab), s in series.items()]
+    out.sort(key=lambda t: (t.pipeline, t.doc_class == ALL_CLASSES, t.doc_class, stage_rank(t.metric.split(".")[0]),
+                            t.metric, t.label))
+    return runs, out
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One character per value, scaled between the series' min and max (a space for a missing value)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return ""
+    lo, hi = min(present), max(present)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        else:
+            out.append(SPARK[0] if hi == lo else SPARK[min(len(SPARK) - 1, int((v - lo) / (hi - lo) * len(SPARK)))])
+    return "".join(out)
+
+
+def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100) -> str:
+    """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows),
+    a sparkline over every run shown, and the change from the first to the last value. When the series names
+    leave too little room, each name gets its own line above its values."""
+    import textwrap
+
+    from ingestaudit.report.tables import direction, g4
+
+    if not runs:
+        return "no run recorded yet"
+    if not series:
+        return f"{len(runs)} runs; no series matches the filters"
+    names = [f"{t.pipeline} · {t.doc_class} · {t.name} {direction(t.metric, t.label)}".rstrip() for t in series]
+    col_w = 10
+    tail = 2 + len(runs) + 2 + col_w  # sparkline and change
+    name_w = max(len(n) for n in names) + 2
+    stacked = width - name_w - tail < 3 * col_w
+    lead = 2 if stacked else name_w
+    fit = max(1, (width - lead - tail) // col_w)
+    shown = list(range(len(runs)))[-fit:]
+    heads = "".join(((runs[i].label or runs[i].time[:10])[: col_w - 2] + ("*" if runs[i].accepted else ""))
+                    .rjust(col_w) for i in shown)
+    lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = accepted (the gate's history baseline); values: "
+                          "micro, else macro", width=width)
+    lines.append(("series" if not stacked else "").ljust(lead) + heads + "  " + "trend".ljust(len(runs))
+                 + "  change")
+    for t, name in zip(series, names):
+        cells = "".join(g4(t.values[i]).rjust(col_w) for i in shown)
+        present = [v for v in t.values if v is not None]
+        change = g4(present[-1] - present[0], signed=True) if len(present) >= 2 else ""
+        values = cells + "  " + sparkline(t.values).ljust(len(runs)) + "  " + change
+        if stacked:
+            lines += [name if len(name) <= width else name[: width - 1] + "…", " " * lead + values]
+        else:
+            lines.append(name.ljust(name_w) + values)
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""Static plots of the HTML report, drawn with matplotlib as SVG text.
+
+Deterministic: the object-oriented API only (no pyplot, no global backend), a fixed ``svg.hashsalt`` so element
+ids do not change from run to run, no date or creator metadata, and text kept as text (``svg.fonttype = "none"``).
+Every function returns the SVG document as a string, or ``""`` when there is nothing to draw. Labels come from the
+report (pipeline and class names); matplotlib escapes them as XML text, and the page embeds each SVG as an
+``<img>`` (a data: URI), where no script could run anyway.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+RC = {"svg.hashsalt": "ingestaudit", "svg.fonttype": "none", "font.size": 9, "axes.titlesize": 9,
+      "axes.labelsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8,
+      "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False}
+
+OUTCOME_COLOURS = {"lost_in_parsing": "#b2182b", "lost_in_cleaning": "#d6604d", "split_by_chunking": "#f4a582",
+                   "excluded_by_filter": "#fddbc7", "missed_by_ranking": "#92c5de", "missed_by_ann": "#4393c3",
+                   "retrieved": "#1a9850"}
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _svg(fig: Any) -> str:
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context(RC):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _figure(width: float, height: float) -> Any:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(RC):
+        return Figure(figsize=(width, height), dpi=96)
+
+
+def interval_plot(title: str, panels: Sequence[tuple[str, str, list[tuple[str, float | None, float | None,
+                                                                          float | None, bool]]]]) -> str:
+    """Small multiples, one panel per key metric: each pipeline's value (dot) and interval (bar), the best one
+    (significant) filled in black.
+
+    Args:
+        panels: ``(metric name, direction arrow, [(pipeline, value, low, high, best)])``.
+    """
+    import matplotlib
+
+    panels = [p for p in panels if any(v is not None for _, v, _, _, _ in p[2])]
+    if not panels:
+        return ""
+    cols = min(3, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    n_pipes = max(len(p[2]) for p in panels)
+    with matplotlib.rc_context(RC):
+        fig = _figure(3.2 * cols, (0.35 * n_pipes + 0.9) * rows)
+        for i, (name, arrow, points) in enumerate(panels):
+            ax = fig.add_subplot(rows, cols, i + 1)
+            labels = [_short(p[0], 18) for p in points]
+            for y, (_, v, lo, hi, best) in enumerate(points):
+                if v is None:
+                    continue
+                if lo is not None and hi is not None:
+                    ax.plot([lo, hi], [y, y], color="#555555", linewidth=2, solid_capstyle="butt")
+                ax.plot([v], [y], marker="o", markersize=6, color="black" if best else PALETTE[y % len(PALETTE)],
+                        markeredgecolor="black")
+            ax.set_yticks(range(len(points)), labels)
+            ax.set_ylim(-0.6, len(points) - 0.4)
+            ax.invert_yaxis()
+            ax.set_title(f"{_short(name, 34)} {arrow}".strip(), loc="left")
+            ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        fig.suptitle(_short(title, 60), x=0.01, ha="left", fontsize=10)
+        fig.tight_layout()
+        return _svg(fig)
+
+
+def waterfall_plot(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, float]]]]) -> str:
+    """The loss waterfall as horizontal stacked bars: one bar per pipeline, one segment per outcome (chain order,
+    shares summing to 1), the segment's percentage written inside when it is wide enough."""
+    import matplotlib
+
+    if not bars:
+        return ""
+    with matplotlib.rc_context(RC):
+        fig = _figure(7.5, max(1.9, 0.45 * len(bars) + 1.0))
+        ax = fig.add_subplot(1, 1, 1)
+        seen: set[str] = set()
+        for y, (pipe, shares) in enumerate(bars):
+            left = 0.0
+            for outcome, share in shares:
+                colour = OUTCOME_COLOURS.get(outcome, PALETTE[len(seen) % len(PALETTE)])
+                ax.barh(y, share, left=left, color=colour, edgecolor="white", linewidth=0.5,
+                        label=outcome if outcome not in seen else None)
+                seen.add(outcome)
+                if share >= 0.07:
+                    ax.text(left + share / 2, y, f"{share * 100:.0f}%", ha="center", va="center", fontsize=7,
+                            color="black")
+                left += share
+        ax.set_yticks(range(len(bars)), [_short(b[0], 24) for b in bars])
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of evidence items")
+        ax.set_title(_short(title, 70), loc="left")
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), ncol=1, frameon=False)
+        fig.tight_layout()
+        return _svg(fig)
+
+
+def curve_plot(title: str, xlabel: str, ylabel: str,
+               series: Sequence[tuple[str, Sequence[tuple[float, float, float | None, float | None]]]],
+               log_x: bool = False, xticks: Sequence[tuple[float, str]] = ()) -> str:
+    """Lines with markers: ``series`` of ``(name, [(x, y, low, high)])``; intervals as error bars when given."""
+    import matplotlib
+
+    series = [(n, pts) for n, pts in series if pts]
+    if not series:
+        return ""
+    with matplotlib.rc_context(RC):
+        fig = _figure(6.0, 3.2)
+        ax = fig.add_subplot(1, 1, 1)
+        for i, (name, pts) in enumerate(series):
+            pts = sorted(pts)
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            colour = PALETTE[i % len(PALETTE)]
+            ax.plot(xs, ys, marker="o", markersize=4, color=colour, label=_short(name, 30))
+            lows = [p[2] for p in pts]
+            if all(v is not None for v in lows):
+                err = [[y - p[2] for y, p in zip(ys, pts)], [p[3] - y for y, p in zip(ys, pts)]]  # type: ignore[operator]
+                ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2)
+        if log_x:
+            ax.set_xscale("log")
+        if xticks:
+            ax.set_xticks([t[0] for t in xticks], [_short(t[1], 14) for t in xticks])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(_short(title, 70), loc="left")
+        ax.grid(color="#dddddd", linewidth=0.6)
+        if len(series) > 1:
+            ax.legend(frameon=False)
+        fig.tight_layout()
+        return _svg(fig)
+
+
+def data_uri(svg: str) -> str:
+    """The SVG as a ``data:image/svg+xml;base64,...`` URI for an ``<img src>``."""
+    import base64
+
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")

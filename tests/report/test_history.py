@@ -1,0 +1,112 @@
+"""Run history in DuckDB: appending runs, trend tables, the accepted baseline that catches slow drift, and bad
+history files (another schema, not DuckDB, locked by another process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from _reportkit import build, cer_rows, write
+from typer.testing import CliRunner
+
+from ingestaudit.cli import app
+from ingestaudit.report.history import (HistoryError, accept, append_run, list_runs, load_report, sparkline,
+                                        trends)
+
+
+def nightly(cer: float, n: int = 30):
+    return build(cer_rows("pymupdf", "invoices", [cer] * n) + cer_rows("pymupdf", "letters", [cer / 2] * n))
+
+
+def test_append_and_reload_a_run(tmp_path):
+    db = tmp_path / "h.duckdb"
+    report = nightly(0.1)
+    assert append_run(db, report, label="abc123", time="2026-01-01T00:00:00+00:00") == 1
+    assert append_run(db, nightly(0.11), label="def456", time="2026-01-02T00:00:00+00:00") == 2
+    runs = list_runs(db)
+    assert [(r.run_id, r.label, r.accepted) for r in runs] == [(1, "abc123", True), (2, "def456", False)]
+    loaded, info = load_report(db)  # the last accepted run
+    assert info.run_id == 1
+    assert loaded.summary == report.summary and loaded.measurements == report.measurements
+    assert loaded.corpus == report.corpus and loaded.config == report.config
+
+
+def test_trends_and_the_history_command(tmp_path):
+    db = tmp_path / "h.duckdb"
+    for night, cer in enumerate([0.10, 0.11, 0.12, 0.125]):
+        append_run(db, nightly(cer), label=f"c{night}", time=f"2026-01-0{night + 1}T00:00:00+00:00")
+    runs, series = trends(db, metric="extraction.cer", doc_class="invoices")
+    assert [t.values for t in series] == [[pytest.approx(v) for v in (0.10, 0.11, 0.12, 0.125)]]
+    assert sparkline([0.1, 0.2, None, 0.3]) == "▁▅ █"
+    result = CliRunner().invoke(app, ["history", str(db), "--class", "invoices"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("4 runs, oldest first; * = accepted")
+    assert lines[1].split()[:5] == ["series", "c0*", "c1", "c2", "c3"]
+    row = next(line for line in lines if "invoices" in line)
+    assert "pymupdf · invoices · extraction.cer ↓" in row and row.rstrip().endswith("+0.025")
+    assert all(len(line) <= 100 for line in lines)
+    narrow = CliRunner().invoke(app, ["history", str(db), "--metric", "extraction"], env={"COLUMNS": "60"})
+    assert narrow.exit_code == 0 and all(len(line) <= 60 for line in narrow.stdout.splitlines())
+
+
+def test_the_accepted_baseline_catches_slow_drift(tmp_path):
+    db = tmp_path / "h.duckdb"
+    append_run(db, nightly(0.100), label="night0")  # the first run is accepted
+    for night, cer in enumerate([0.104, 0.108], start=1):
+        append_run(db, nightly(cer), label=f"night{night}")
+    head = write(nightly(0.112), tmp_path / "night3" / "report.json")
+    previous = write(nightly(0.108), tmp_path / "night2" / "report.json")
+    step = CliRunner().invoke(app, ["compare", str(previous), str(head)])
+    assert step.exit_code == 0, step.output  # night to night: 0.004, within the 0.01 budget
+    drift = CliRunner().invoke(app, ["compare", f"history:{db}", str(head)])
+    assert drift.exit_code == 1, drift.output  # against the accepted night0: 0.012 > 0.01
+    assert "· invoices · extraction.cer ↓  0.1 -> 0.112" in drift.stdout
+    accept(db, "night2")
+    assert CliRunner().invoke(app, ["compare", f"history:{db}", str(head)]).exit_code == 0
+    result = CliRunner().invoke(app, ["history", str(db), "--accept", "night1"])
+    assert result.exit_code == 0 and "accepted run 2 (night1)" in result.stdout
+
+
+def test_a_file_of_another_schema_is_refused_and_left_alone(tmp_path):
+    import duckdb
+
+    foreign = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE sales (x INTEGER)")
+    con.close()
+    before = foreign.read_bytes()
+    with pytest.raises(HistoryError, match="not an ingestaudit history"):
+        append_run(foreign, nightly(0.1))
+    assert foreign.read_bytes() == before
+    text = tmp_path / "notes.duckdb"
+    text.write_text("hello")
+    with pytest.raises(HistoryError, match="not a DuckDB history file"):
+        append_run(text, nightly(0.1))
+    old = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(old))
+    con.execute("CREATE TABLE ingestaudit_meta (key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO ingestaudit_meta VALUES ('schema', 'ingestaudit-history-0')")
+    con.close()
+    result = CliRunner().invoke(app, ["history", str(old)])
+    assert result.exit_code == 2 and "history schema 'ingestaudit-history-0'" in result.output.replace("\n", " ")
+
+
+def test_a_history_locked_by_another_process_is_exit_2(tmp_path):
+    db = tmp_path / "h.duckdb"
+    append_run(db, nightly(0.1))
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(HistoryError, match="locked by another process"):
+            append_run(db, nightly(0.1))
+        result = CliRunner().invoke(app, ["history", str(db)], env={"COLUMNS": "200"})
+        assert result.exit_code == 2 and "locked by another process" in result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert len(list_runs(db)) == 1  # nothing was added

@@ -1,0 +1,189 @@
+"""The terminal headline, Markdown and HTML views on hand-built reports: the best pipeline marked only when
+significant, aggregates over the items every pipeline measured, the loss waterfall, failures grouped by cause,
+terminal width, ``--verbose``, and deterministic plots."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from _reportkit import Row, build
+
+from ingestaudit.report import plots
+from ingestaudit.report.render import render_html, render_markdown, render_terminal_text
+from ingestaudit.report.schema import Failure, StageDetail
+from ingestaudit.report.tables import choose_keys, headlines
+
+OUTCOMES = ["lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter", "missed_by_ranking",
+            "missed_by_ann", "retrieved"]
+
+
+def bakeoff(n_big: int = 20, n_small: int = 4):
+    """pymupdf beats unstructured by 0.05 CER on every document of 'invoices' (n_big) and 'memos' (n_small);
+    unstructured alone reads the 3 scans."""
+    rows = []
+    for cls, n in (("invoices", n_big), ("memos", n_small)):
+        for i in range(n):
+            v = 0.02 + 0.003 * i
+            rows.append(Row(f"{cls}/d{i:02d}", cls, "pymupdf", "extraction.cer_norm", v, v * 100, 100))
+            rows.append(Row(f"{cls}/d{i:02d}", cls, "unstructured", "extraction.cer_norm", v + 0.05,
+                            (v + 0.05) * 100, 100))
+    for i in range(3):
+        rows.append(Row(f"scans/s{i}", "scans", "pymupdf", "extraction.cer_norm", None, state="skipped",
+                        reason="unsupported file type .png"))
+        rows.append(Row(f"scans/s{i}", "scans", "unstructured", "extraction.cer_norm", 0.3, 30, 100))
+    return rows
+
+
+def waterfall_rows():
+    """Ten questions; pymupdf loses the evidence of q0-q2 in parsing, unstructured misses q0 in ranking."""
+    rows = []
+    for q in range(10):
+        for pipe, lost in (("pymupdf", {0: "lost_in_parsing", 1: "lost_in_parsing", 2: "lost_in_parsing"}),
+                           ("unstructured", {0: "missed_by_ranking"})):
+            outcome = lost.get(q, "retrieved")
+            for o in OUTCOMES:
+                rows.append(Row(f"q{q}", "invoices", pipe, "retrieval.outcome@10", float(o == outcome),
+                                float(o == outcome), 1.0, label=o, kind="question"))
+            rows.append(Row(f"q{q}", "invoices", pipe, "retrieval.recall@10", float(outcome == "retrieved"),
+                            float(outcome == "retrieved"), 1.0, kind="question"))
+    return rows
+
+
+def waterfall_details():
+    return [StageDetail(pipeline=p, stage="retrieval", name="waterfall",
+                        data={"k": 10, "outcomes": OUTCOMES, "by_class": {}}) for p in ("pymupdf", "unstructured")]
+
+
+FAILURES = [Failure(item=f"scans/s{i}", pipeline="pymupdf", stage="parse",
+                    message=f"unsupported file type .png: no parser of this run reads s{i}.png") for i in range(3)]
+FAILURES += [Failure(item="invoices/d03", pipeline="unstructured", stage="tables", message="TimeoutError: 300 s"),
+             Failure(item="invoices/d03", pipeline="unstructured", stage="layout", message="TimeoutError: 300 s")]
+
+
+@pytest.fixture(scope="module")
+def report():
+    return build(bakeoff() + waterfall_rows(), pipelines=["pymupdf", "unstructured"], failures=FAILURES,
+                 details=waterfall_details(), questions=10)
+
+
+def test_key_metrics_per_stage():
+    keys = choose_keys([("extraction.cer", ""), ("extraction.cer_norm", ""), ("retrieval.recall@5", ""),
+                        ("retrieval.recall@10", ""), ("retrieval.rr", ""), ("pii.f1", "PERSON"), ("pii.f1", ""),
+                        ("index.recall@5", ""), ("chunking.evidence_held", ""), ("layout.order_located", "")])
+    assert keys == {"extraction": ("extraction.cer_norm", ""), "layout": ("layout.order_located", ""),
+                    "pii": ("pii.f1", ""), "chunking": ("chunking.evidence_held", ""),
+                    "index": ("index.recall@5", ""), "retrieval": ("retrieval.recall@10", "")}
+
+
+def test_the_best_pipeline_is_marked_only_where_significant(report):
+    by_class = {h.doc_class: h for h in headlines(report)}
+    (cer,) = [r for r in by_class["invoices"].rows if r.metric == "extraction.cer_norm"]
+    assert [c.best for c in cer.cells] == [True, False]  # 20 documents all better: sign test, Holm
+    (cer,) = [r for r in by_class["memos"].rows if r.metric == "extraction.cer_norm"]
+    assert [c.best for c in cer.cells] == [False, False]  # 4 documents: p >= 0.125, cannot be significant
+    tests = {(t.doc_class, t.metric): t for t in report.paired_tests}
+    assert tests[("memos", "extraction.cer_norm")].underpowered
+    assert tests[("memos", "extraction.cer_norm")].p_holm is None  # outside Tarone's family
+    assert tests[("invoices", "extraction.cer_norm")].significant
+
+
+def test_all_classes_also_shows_values_over_the_items_every_pipeline_measured(report):
+    overall = next(h for h in headlines(report) if h.doc_class == "__all__")
+    (cer,) = [r for r in overall.rows if r.metric == "extraction.cer_norm"]
+    assert [c.n for c in cer.cells] == [24, 27]  # pymupdf skipped the 3 scans
+    assert cer.common_n == 24 and cer.common[1] - cer.common[0] == pytest.approx(0.05)
+    text = render_terminal_text(report, width=120)
+    assert re.search(r"\n    same 24 items +0\.\d+ +0\.\d+\n", text)
+    assert "| same 24 items |" in render_markdown(report)
+
+
+def test_the_terminal_headline(report):
+    text = render_terminal_text(report, width=120)
+    lines = text.splitlines()
+    assert "class: invoices — 20 documents, 10 questions" in lines
+    row = next(line for line in lines[lines.index("class: invoices — 20 documents, 10 questions"):]
+               if line.startswith("  extraction.cer_norm ↓"))
+    assert row == "  extraction.cer_norm ↓  0.0485 ★ n=20 [0.0411, 0.0564]  0.0985 n=20 [0.091, 0.106]"
+    assert "  retrieval.recall@10 ↑" in text
+    assert ("  waterfall @10 · pymupdf: lost_in_parsing 30% · retrieved 70%" in lines
+            and "  waterfall @10 · unstructured: missed_by_ranking 10% · retrieved 90%" in lines)
+    # failures grouped by cause, one line each with a count and an example
+    assert "failures: 4 in 2 causes (report.json 'failures' lists each)" in lines
+    assert ("  3 × parse (pymupdf): unsupported file type .png: no parser of this run reads s0.png — e.g. scans/s0"
+            in lines)
+    assert "  1 × tables, layout (unstructured): TimeoutError: 300 s — e.g. invoices/d03" in lines
+    assert len(lines) < 45
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_terminal_view_fits_the_width(report, width):
+    for verbose in (False, True):
+        text = render_terminal_text(report, width=width, verbose=verbose)
+        too_long = [line for line in text.splitlines() if len(line) > width and "/" not in line]
+        assert too_long == []
+
+
+def test_columns_is_honoured_when_piped(report, monkeypatch):
+    from ingestaudit.report.render import terminal_width
+
+    monkeypatch.setenv("COLUMNS", "77")
+    assert terminal_width() == 77
+    monkeypatch.delenv("COLUMNS")
+    assert terminal_width() == 100  # not a terminal (pytest captures stdout)
+
+
+def test_verbose_prints_every_row(report):
+    text = render_terminal_text(report, width=200, verbose=True)
+    names = {r.metric + (f"[{r.label}]" if r.label else "") for r in report.summary}
+    for name in names:
+        assert name in text
+    assert text.count("retrieval.outcome@10[") == 7 * 2  # invoices and __all__
+
+
+def test_the_waterfall_in_markdown_and_html(report):
+    md = render_markdown(report)
+    assert ("- waterfall @10 `pymupdf`: lost_in_parsing 30.0%, lost_in_cleaning 0.0%, split_by_chunking 0.0%, "
+            "excluded_by_filter 0.0%, missed_by_ranking 0.0%, missed_by_ann 0.0%, retrieved 70.0%") in md
+    page = render_html(report)
+    assert 'alt="loss waterfall of invoices"' in page and 'alt="loss waterfall of memos"' not in page
+
+
+def test_markdown_states_the_correction(report):
+    md = render_markdown(report)
+    assert "Holm family (Tarone)" in md and "significant after Holm at alpha = 0.05" in md
+    assert re.search(r"\| memos \| extraction\.cer_norm \| pymupdf \| unstructured \| 4 \| \+0\.0500 \| [0-9.]+ \| — "
+                     r"\| .* \| underpowered \|", md)
+
+
+def test_plots_are_deterministic_svg_without_dates():
+    panels = [("extraction.cer ↓", "↓", [("a", 0.1, 0.05, 0.15, True), ("b", 0.2, 0.15, 0.25, False)])]
+    first = plots.interval_plot("c", panels)
+    assert first == plots.interval_plot("c", panels)
+    assert first.startswith("<?xml") and "<dc:date>" not in first and "matplotlib" not in first.split("<svg")[0]
+    bars = [("a", [("lost_in_parsing", 0.3), ("retrieved", 0.7)])]
+    assert plots.waterfall_plot("w", bars) == plots.waterfall_plot("w", bars)
+    assert plots.interval_plot("c", []) == "" and plots.waterfall_plot("w", []) == ""
+    assert render_html(build(bakeoff())) == render_html(build(bakeoff()))
+
+
+def test_sweep_curves_are_drawn_when_present():
+    rows = [r for r in bakeoff(6, 0) if r.doc_class == "invoices"]
+    retrieval = StageDetail(pipeline="", stage="retrieval", name="sweep", data=[{
+        "base": "pymupdf", "option": "size", "metric": "retrieval.recall@10", "alpha": 0.05,
+        "points": [{"value": v, "pipeline": f"pymupdf/size={v}", "recall": r, "hit": r, "p_vs_best_holm": None}
+                   for v, r in (("128", 0.5), ("256", 0.8), ("512", 0.85))],
+        "best": "512", "smallest_not_worse": "256"}])
+    cells = [{"label": f"efSearch={v}", "knob": "efSearch", "value": v,
+              "unfiltered": {"queries": 50, "recall@10": {"value": r, "numerator": 1, "denominator": 1}}}
+             for v, r in ((16, 0.8), (32, 0.9), (64, 0.97))]
+    index = StageDetail(pipeline="pymupdf", stage="index", name="sweep", data={"knob": "efSearch", "cells": cells})
+    timings = StageDetail(pipeline="pymupdf", stage="index", name="timings",
+                          data={"cells": [{"label": f"efSearch={v}", "qps": q} for v, q in ((16, 9000), (32, 5000),
+                                                                                           (64, 2500))]})
+    page = render_html(build(rows, pipelines=["pymupdf", "unstructured"], details=[retrieval, index, timings]))
+    assert 'alt="sweep pymupdf size"' in page and 'alt="index sweep"' in page
+    assert "best size = 512; smallest value not significantly worse = 256" in page
+    assert '<a href="#sweeps">Sweeps</a>' in page
+    plain = render_html(build(rows, pipelines=["pymupdf", "unstructured"]))
+    assert 'href="#sweeps"' not in plain and 'alt="index sweep"' not in plain
