@@ -1,15 +1,15 @@
 """Orchestration: corpus -> pipelines (parser -> cleaner -> chunker -> embedder) -> auditors -> report.
 
-Each (document, pipeline) pair is one task, run in a process pool (pebble) under a per-task time budget, so a hang or a
-crash in a parser becomes an ``error`` row for that document and the run goes on. Results are sorted before the report
-is built, so ``--workers 1`` and ``--workers N`` give byte-identical reports.
+Each (document, pipeline) pair is one task, run by an executor (`ingestaudit.executors`: serial, a pebble process pool
+or Dask) under a per-task time budget, so a hang or a crash in a parser becomes an ``error`` row for that document and
+the run goes on. Results are sorted before the report is built, so every executor and worker count gives a
+byte-identical report.
 """
 
 from __future__ import annotations
 
 import platform
 from collections.abc import Callable
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -21,6 +21,7 @@ from ingestaudit.auditors.base import (Auditor, ChainAuditor, CorpusAuditor, Cor
 from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, run_chain
 from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
 from ingestaudit.config import Config
+from ingestaudit.executors.base import TaskTimeout
 from ingestaudit.corpus import Corpus
 from ingestaudit.document import Document
 from ingestaudit.measurement import Measurement, Score, State
@@ -214,7 +215,7 @@ def run_task(task: Task) -> TaskResult:
     except ParserError as exc:
         return without_output(State.ERROR, str(exc), [("parse", str(exc))])
     except BaseException as exc:  # a parser bug (even SystemExit from a plug-in) must not stop the run
-        if isinstance(exc, KeyboardInterrupt) and not _IN_WORKER:
+        if _propagates(exc):
             raise
         msg = f"{type(exc).__name__}: {exc}"
         return without_output(State.ERROR, msg, [("parse", msg)])
@@ -228,7 +229,7 @@ def run_task(task: Task) -> TaskResult:
         try:
             rows += place(a.audit(task.truth, parsed))
         except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
-            if isinstance(exc, KeyboardInterrupt) and not _IN_WORKER:
+            if _propagates(exc):
                 raise
             msg = f"{type(exc).__name__}: {exc}"
             rows += _rows_in_state(task, [a], State.ERROR, msg)
@@ -243,7 +244,7 @@ def run_task(task: Task) -> TaskResult:
                 embedder=_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
                 evidence=task.evidence, min_span_coverage=task.min_span_coverage)
         except BaseException as exc:  # a cleaner, chunker or embedder failing on one document
-            if isinstance(exc, KeyboardInterrupt) and not _IN_WORKER:
+            if _propagates(exc):
                 raise
             msg = f"{type(exc).__name__}: {exc}"
             rows += _rows_in_state(task, chain_auditors, State.ERROR, msg)
@@ -255,7 +256,7 @@ def run_task(task: Task) -> TaskResult:
                 try:
                     rows += place(a.audit_chain(task.truth, parsed, chain, task.evidence))
                 except BaseException as exc:
-                    if isinstance(exc, KeyboardInterrupt) and not _IN_WORKER:
+                    if _propagates(exc):
                         raise
                     msg = f"{type(exc).__name__}: {exc}"
                     rows += _rows_in_state(task, [a], State.ERROR, msg)
@@ -264,6 +265,12 @@ def run_task(task: Task) -> TaskResult:
 
 
 _IN_WORKER = False
+
+
+def _propagates(exc: BaseException) -> bool:
+    """Whether a task re-raises ``exc`` instead of turning it into error rows: the ``serial`` executor's time
+    budget, and an interrupt outside a worker process."""
+    return isinstance(exc, TaskTimeout) or (isinstance(exc, KeyboardInterrupt) and not _IN_WORKER)
 
 
 def _worker_init() -> None:
@@ -275,30 +282,23 @@ def _worker_init() -> None:
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 
-def _execute(tasks: list[Task], workers: int, timeout_s: float,
-             progress: Callable[[], None] | None) -> list[TaskResult]:
-    """Run tasks in a pebble process pool; a timeout or a dead worker becomes error rows for that task."""
-    import os
+def _execute(tasks: list[Task], workers: int, timeout_s: float, progress: Callable[[], None] | None,
+             executor: str = "process", scheduler: str | None = None) -> list[TaskResult]:
+    """Run tasks on ``executor`` (see `ingestaudit.executors`); a timeout or a dead worker becomes error rows for
+    that task, the same on every executor.
 
-    from pebble import ProcessExpired, ProcessPool
+    Raises:
+        ExecutorError: unknown executor, or a scheduler that does not answer (before any task runs).
+    """
+    from ingestaudit.executors import TaskFailure, make_executor
 
-    os.environ["INGESTAUDIT_POOL_WORKERS"] = str(workers)  # read by the workers (torch threads per worker)
-    results: list[TaskResult] = []
-    with ProcessPool(max_workers=workers, initializer=_worker_init) as pool:
-        futures = [pool.schedule(run_task, args=(t,), timeout=timeout_s) for t in tasks]
-        for task, fut in zip(tasks, futures):
-            try:
-                results.append(fut.result())
-            except FutureTimeout:
-                msg = f"exceeded the per-document time budget of {timeout_s:g} s"
-                results.append(_failed(task, msg))
-            except ProcessExpired as exc:
-                results.append(_failed(task, f"worker process died (exit code {exc.exitcode})"))
-            except Exception as exc:
-                results.append(_failed(task, f"{type(exc).__name__}: {exc}"))
+    results: list[TaskResult | None] = [None] * len(tasks)
+    with make_executor(executor, workers, len(tasks), scheduler=scheduler, initializer=_worker_init) as ex:
+        for i, res in ex.map(run_task, tasks, timeout_s):
+            results[i] = _failed(tasks[i], res.message) if isinstance(res, TaskFailure) else res
             if progress:
                 progress()
-    return results
+    return results  # type: ignore[return-value]
 
 
 def _failed(task: Task, msg: str) -> TaskResult:
@@ -607,7 +607,8 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
                   tuple(evidence.get(doc.doc_id, ())), config.run.min_span_coverage, config.run.cache_dir)
              for doc in corpus.documents for p in pipelines]
     tick = progress(len(tasks)) if progress else None
-    results = _execute(tasks, config.run.workers, config.run.doc_timeout_s, tick)
+    results = _execute(tasks, config.run.workers, config.run.doc_timeout_s, tick, config.run.executor,
+                       config.run.scheduler)
 
     _unsupported_everywhere(tasks, results)
     rows: list[MeasurementRow] = []
@@ -633,7 +634,8 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
         details += retrieval_comparison_details(rows, [p.name for p in pipelines], ks)
     infos = [_pipeline_info(p, specs[p.name], config) for p in pipelines]
     effective = config.model_dump(mode="json")
-    del effective["run"]["workers"]  # changes speed, never numbers: keep reports of 1 and N workers identical
+    for key in ("workers", "executor", "scheduler"):  # change speed, never numbers: reports stay identical
+        del effective["run"][key]
     effective["auditors"] = {s: _auditor(s, a).options() for s, a in stage_args}
     names = [p.name for p in pipelines]
     summary = summarize(rows, names, seed=config.run.seed, n_resamples=config.report.bootstrap_resamples,
