@@ -359,6 +359,11 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
         _fail(str(exc))
     if out_warning:
         console.print("warning: " + out_warning, style="yellow", highlight=False, markup=False)
+    from ingestaudit.store import write_measurements
+
+    out.mkdir(parents=True, exist_ok=True)
+    digest = write_measurements(report.measurements, out / "measurements.parquet")
+    report.measurements_store = {"file": "measurements.parquet", "sha256": digest}
     write_atomic(out / "report.json", report.to_json())
     write_atomic(out / "report.md", render_markdown(report))
     trend, history_error = None, ""
@@ -374,7 +379,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
         except HistoryError as exc:
             history_error = str(exc)
     write_atomic(out / "report.html", render_html(report, history=trend))
-    written = ["report.json", "report.md", "report.html"]
+    written = ["report.json", "report.md", "report.html", "measurements.parquet"]
     if report.timings:
         write_atomic(out / "timings.json", _json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
         written.append("timings.json")

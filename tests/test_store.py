@@ -47,3 +47,26 @@ def test_store_bytes_are_identical_for_identical_rows_and_use_row_groups(tmp_pat
 def test_an_empty_store_is_a_valid_file(tmp_path: Path):
     write_measurements([], tmp_path / "m.parquet")
     assert read_measurements(tmp_path / "m.parquet") == []
+
+
+def test_run_names_the_store_with_its_sha256(tmp_path):
+    """`run` writes measurements.parquet next to report.json, which names it with its SHA-256 (issue 14)."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from ingestaudit.cli import app
+
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+    out = tmp_path / "r"
+    res = CliRunner().invoke(app, ["run", str(demo), "-p", "pymupdf", "--stage", "extraction", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text())
+    data = (out / "measurements.parquet").read_bytes()
+    assert report["measurements_store"] == {"file": "measurements.parquet", "sha256": hashlib.sha256(data).hexdigest()}
+    table = pq.read_table(out / "measurements.parquet")
+    assert table.num_rows == len(report["measurements"])
+    assert table.column("item").to_pylist() == [m["item"] for m in report["measurements"]]

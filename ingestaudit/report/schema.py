@@ -150,6 +150,7 @@ class Report(_Model):
     failures: list[Failure]
     details: list[StageDetail] = []
     paired_tests: list[PairedTest] = []
+    measurements_store: dict[str, str] | None = None  # {"file": "measurements.parquet", "sha256": ...}
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, __context: Any) -> None:
