@@ -12,17 +12,22 @@ What it does:
    sizes). The main runs use the ``reference`` parser (the corpus text itself: component-level numbers, no parsing
    loss). The reference parser emits no headings, so the structural chunker is also run on the ``unstructured``
    parser's output (its Title blocks become headings), with the recursive chunker on the same parser as control.
+   A last run (``ann``, stages retrieval and index only) puts the recursive-800 chunks into deliberately weak indexes
+   (HNSW with M 4 / efConstruction 8, IVF with nlist 32 / nprobe 1) so that the sweep and ``missed_by_ann`` show.
 3. Reads every run's ``report.json`` and ``timings.json`` and writes one JSON file: per pipeline, the summary values
    (``chunking.evidence_held``, ``retrieval.recall@5`` / ``span_recall@5`` / ``hit@5``, MRR = ``retrieval.rr`` macro,
    ``retrieval.outcome@5`` and the waterfall at the largest k), chunk counts and sizes (from the
    ``chunking.attribution`` details), ``chunking.over_max_tokens`` / ``truncated_tokens``, and the index audit
    (``index.recall@10`` at the configured efSearch, the efSearch sweep with queries/s, the operating point), plus the
    wall time of each run.
+4. `coverage_profile`: per pipeline, the best single-chunk coverage of every evidence span through
+   `ingestaudit.chain.run_chain` (cached vectors, no new embedding), i.e. ``evidence_held`` at coverage 0.5, 0.9, 0.99
+   and 1.0 (at the default 0.5 a span cut once is always held).
 
 Each document x pipeline gets a time budget of `DOC_TIMEOUT_S` (the default 300 s is too short for pubmed on a
-cold cache under load). The embedding cache goes to WORK/cache unless ``--cache-dir`` is given, so by default the first run pays for every
-embedding (chunks, the chunking auditor's sentences, the questions) and the later runs reuse the sentence and
-question vectors: run times are those of a cold cache for the first run only.
+cold cache under load). The embedding cache goes to WORK/cache unless ``--cache-dir`` is given, so by default the
+first run pays for every embedding (chunks, the chunking auditor's sentences, the questions) and the later runs reuse
+the sentence and question vectors: run times are those of a cold cache for the first run only.
 """
 
 from __future__ import annotations
@@ -260,7 +265,8 @@ def coverage_profile(corpus: Path, cache: Path, runs: list) -> dict:
             n = len(best)
             out[pname] = {"spans": n,
                           "survived_cleaning_0.5": sum(c >= 0.5 for _, c in best) / n,
-                          **{f"held_at_{th}": sum(b >= th - 1e-12 for b, _ in best) / n for th in (0.5, 0.9, 0.99, 1.0)},
+                          **{f"held_at_{th}": sum(b >= th - 1e-12 for b, _ in best) / n
+                             for th in (0.5, 0.9, 0.99, 1.0)},
                           "mean_best_coverage": sum(b for b, _ in best) / n}
             print(f"[coverage] {pname}: " + ", ".join(f"{k} {v:.3f}" for k, v in out[pname].items()
                                                       if k.startswith("held")), flush=True)
@@ -279,7 +285,8 @@ def fmt(x, nd=3):
 
 
 def markdown(results: dict) -> str:
-    lines = ["| pipeline | chunks | median chars (pubmed) | over 256 wp | evidence_held | held at 0.9 / 1.0 | recall@5 | "
+    lines = ["| pipeline | chunks | median chars (pubmed) | over 256 wp | evidence_held | held at 0.9 / 1.0 | "
+             "recall@5 | "
              "span_recall@5 | hit@5 | MRR | missed_by_ranking / missed_by_ann / retrieved @10 | "
              "index recall@10 sweep (first -> last) | op. point |",
              "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|"]

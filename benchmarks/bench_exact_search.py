@@ -15,6 +15,7 @@ Methods (inner product = cosine on unit vectors; best of ``--repeat``, methods i
   for the top k per row, then ``np.argsort`` of those k by score (descending, stable).
 - ``ingestaudit.stages.index.exact_search(base, queries, k, "cosine")``: ``faiss.knn`` over batches of queries, no
   index built (what the index auditor uses for ground truth).
+- (context) the baseline's matrix products alone, without the top-k selection.
 - ``build_exact(base, "cosine")`` + ``search(index, queries, k)``: FAISS ``IndexFlatIP`` (what the retrieval auditor
   searches); the build (a copy of the base) is timed apart.
 
@@ -68,6 +69,13 @@ def numpy_topk(base: np.ndarray, queries: np.ndarray, k: int, batch: int = 1000)
     return scores, ids
 
 
+def numpy_matmul_only(base: np.ndarray, queries: np.ndarray, batch: int = 1000) -> None:
+    """The baseline's matrix products alone (no top-k selection): how much of the baseline is BLAS."""
+    bt = base.T
+    for s in range(0, queries.shape[0], batch):
+        queries[s:s + batch] @ bt
+
+
 def agreement(base: np.ndarray, queries: np.ndarray, ref_s: np.ndarray, ref_i: np.ndarray, ids: np.ndarray) -> dict:
     same_order = (ids == ref_i).all(axis=1)
     same_set = np.array([set(a) == set(b) for a, b in zip(ids.tolist(), ref_i.tolist())])
@@ -100,12 +108,16 @@ def main() -> None:
     w = np.random.default_rng(42).standard_normal((LATENT, DIM)).astype(np.float32) / np.sqrt(LATENT)
     base, queries = vectors(args.n, 0, w), vectors(args.queries, 1, w)
     k = args.k
-    times: dict[str, list[float]] = {"numpy": [], "exact_search": [], "flat_build": [], "flat_search": []}
+    times: dict[str, list[float]] = {"numpy": [], "numpy_matmul_only": [], "exact_search": [], "flat_build": [],
+                                     "flat_search": []}
     out_np = out_es = out_fs = None
     for _ in range(args.repeat):
         t = time.perf_counter()
         out_np = numpy_topk(base, queries, k)
         times["numpy"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        numpy_matmul_only(base, queries)
+        times["numpy_matmul_only"].append(time.perf_counter() - t)
         t = time.perf_counter()
         out_es = exact_search(base, queries, k, "cosine")
         times["exact_search"].append(time.perf_counter() - t)
