@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from ingestaudit.measurement import State
+from ingestaudit.metrics.chunking import DEFAULT_MIN_SPAN_COVERAGE, evidence_coverage
 from ingestaudit.model import Chunk, ParsedDocument
 
-DEFAULT_MIN_SPAN_COVERAGE = 0.5
-"""A chunk holds an evidence span when it covers at least this share of the span's characters (DESIGN.md)."""
+__all__ = ["DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "DocChunks", "EvidenceRef",
+           "EvidenceTrace", "check_chunks", "run_chain", "trace_evidence"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class DocChunks:
     vectors: np.ndarray | None = None
     evidence: dict[tuple[str, int], EvidenceTrace] = field(default_factory=dict)
     tokens: list[int] = field(default_factory=list)
-    embed_stats: dict[str, Any] = field(default_factory=dict)
+    embed_stats: dict[str, Any] = field(default_factory=dict)  # the embedder's counter increments for these chunks
     intervals: list[tuple[int, int] | None] = field(default_factory=list)  # located [start, end) in the cleaned text
 
 
@@ -93,6 +94,7 @@ class ChainOutput:
     min_span_coverage: float = DEFAULT_MIN_SPAN_COVERAGE
     special_tokens: int = 0  # word pieces the embedder adds to every input ([CLS] and [SEP] for BERT models)
     embed_sentences: Any = None  # texts -> L2-normalised vectors with the pipeline's embedder
+    block_spans: tuple[tuple[int, int, str], ...] = ()  # the parser's blocks in cleaned coordinates, as chunked
 
 
 def _covered_runs(positions: np.ndarray) -> list[tuple[int, int]]:
@@ -110,9 +112,10 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
                    chunk_pages: list[int | None], parsed_layout: Any, cleaned_text: str, parsed: ParsedDocument,
                    min_span_coverage: float) -> EvidenceTrace:
     """Where one evidence item survives. Span items are measured in reference code points through the composed
-    offset maps; a section item survives parsing when the parser emitted that heading (exact text after white-space
-    collapse and case folding), a page item when the parsed document has that page, a document item when the parsed
-    text is not empty; such items survive cleaning when the cleaned text is not empty."""
+    offset maps, a chunk's share of the span by `ingestaudit.metrics.chunking.evidence_coverage` (the one definition
+    of "a chunk holds a span"); a section item survives parsing when the parser emitted that heading (exact text
+    after white-space collapse and case folding), a page item when the parsed document has that page, a document
+    item when the parsed text is not empty; such items survive cleaning when the cleaned text is not empty."""
     if ev.kind == "span":
         if parsed_to_ref is None or cleaned_to_ref is None:
             return EvidenceTrace(0.0, 0.0)
@@ -120,14 +123,13 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
         parsed_share = parsed_to_ref.covered(0, parsed_to_ref.source.size, ev.start, ev.end) / length
         cleaned_share = cleaned_to_ref.covered(0, cleaned_to_ref.source.size, ev.start, ev.end) / length
         trace = EvidenceTrace(parsed_share, cleaned_share)
-        for i, pos in enumerate(chunk_positions):
-            inside = pos[(pos >= ev.start) & (pos < ev.end)]
-            if inside.size:
-                trace.covered[i] = _covered_runs(inside)
-                share = inside.size / length
-                trace.best_chunk_coverage = max(trace.best_chunk_coverage, share)
-                if share >= min_span_coverage:
-                    trace.holding.append(i)
+        cov = evidence_coverage(ev.start, ev.end, chunk_positions, min_span_coverage)  # type: ignore[arg-type]
+        trace.best_chunk_coverage = cov.best
+        trace.holding = [i for i, share in enumerate(cov.shares) if share >= min_span_coverage]
+        for i, share in enumerate(cov.shares):
+            if share > 0:
+                pos = chunk_positions[i]
+                trace.covered[i] = _covered_runs(pos[(pos >= ev.start) & (pos < ev.end)])
         return trace
     if ev.kind == "section":
         want = _norm(ev.section or "")
@@ -153,16 +155,25 @@ def _norm(text: str) -> str:
 
 class ChunkOutputError(ValueError):
     """A chunker returned output no audit can be computed on (a non-chunk, empty text, offsets outside the text or
-    reversed); the message names the first such chunk. The document gets ``error`` rows for this pipeline."""
+    reversed, chunks overlapping more than the chunker declares); the message names the first such chunk. The
+    document gets ``error`` rows for this pipeline."""
 
 
-def check_chunks(chunks: list[Any], n: int) -> None:
-    """Reject impossible chunker output for a cleaned text of ``n`` code points (a wrong but possible pointer, such
-    as a first-occurrence search's, is measured by ``chunking.attribution`` instead).
+def check_chunks(chunks: list[Any], n: int, max_overlap: int | None = None) -> None:
+    """Reject impossible chunker output for a cleaned text of ``n`` code points.
+
+    Impossible: an item that is not a `Chunk`, an empty (white-space only) text, an offset that is not an int in
+    ``[0, n]``, ``end < start``, and overlapping nonsense: with ``max_overlap`` declared (`Chunker.max_overlap`, in
+    code points), a chunk whose pointer starts at or after the previous pointer's start and shares more than
+    ``max_overlap`` code points with it. A wrong but possible pointer is measured by ``chunking.attribution``
+    instead, never rejected: a pointer that goes backwards (starts before the previous chunk's start, what a
+    first-occurrence search gives on repeated text) is its ``out_of_order`` failure, and a chunker that declares no
+    overlap bound has its overlaps left unchecked.
 
     Raises:
         ChunkOutputError: see the class.
     """
+    prev: tuple[int, int, int] | None = None  # (index, start, end) of the previous chunk with a pointer
     for i, c in enumerate(chunks):
         if not isinstance(c, Chunk):
             raise ChunkOutputError(f"chunk {i} is a {type(c).__name__}, not a Chunk")
@@ -174,21 +185,57 @@ def check_chunks(chunks: list[Any], n: int) -> None:
                 raise ChunkOutputError(f"chunk {i}: {name} {v!r} is outside the text ({n} code points)")
         if c.start is not None and c.end is not None and c.end < c.start:
             raise ChunkOutputError(f"chunk {i}: end {c.end} is before start {c.start}")
+        if c.start is None or c.end is None:
+            continue
+        if max_overlap is not None and prev is not None and c.start >= prev[1]:
+            shared = min(c.end, prev[2]) - c.start
+            if shared > max_overlap:
+                raise ChunkOutputError(f"chunk {i} [{c.start}, {c.end}) shares {shared} code points with chunk "
+                                       f"{prev[0]} [{prev[1]}, {prev[2]}), more than the chunker's declared "
+                                       f"overlap of {max_overlap}")
+        prev = (i, c.start, c.end)
 
 
-def _clean(cleaner: Any, parsed: ParsedDocument) -> str:
-    """The pipeline cleaner's output; the ``precomputed`` cleaner without a ``clean_text`` keeps the parsed text."""
+def _clean(cleaner: Any, parsed: ParsedDocument) -> tuple[str, Any]:
+    """The pipeline cleaner's output and its offset map to the parsed text; the ``precomputed`` cleaner without a
+    ``clean_text`` keeps the parsed text.
+
+    The map is the identity when the output equals the parsed text; the exact map of the cleaner's kept pieces
+    (`CleanResult.pieces`, a line- or block-removal cleaner) when it gives them; else a Levenshtein alignment of the
+    output onto the parsed text (a rewriting cleaner, `OffsetMap.from_alignment`).
+
+    Raises:
+        ValueError: the cleaner's pieces do not fit the texts, or claim characters that differ between them.
+    """
+    from ingestaudit.metrics.offsets import OffsetMap
     from ingestaudit.stages.cleaners.base import CleanerInput
 
     inp = CleanerInput.from_parsed(parsed)
+    source = parsed.text or ""
     if cleaner.name == "precomputed" and not isinstance(inp.extras.get("clean_text"), str):
-        return parsed.text
-    return cleaner.clean(inp).text
+        return source, OffsetMap.identity(len(source))
+    result = cleaner.clean(inp)
+    cleaned = result.text
+    if cleaned == source:
+        return cleaned, OffsetMap.identity(len(cleaned))
+    pieces = getattr(result, "pieces", None)
+    if pieces is None:
+        return cleaned, OffsetMap.from_alignment(cleaned, source)
+    try:
+        offset_map = OffsetMap.from_pieces(len(cleaned), len(source), pieces)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cleaner {cleaner.name!r}: its offset pieces do not fit the texts ({exc})") from None
+    for out_start, in_start, length in pieces:
+        if cleaned[out_start:out_start + length] != source[in_start:in_start + length]:
+            raise ValueError(f"cleaner {cleaner.name!r}: piece {(out_start, in_start, length)} maps output text "
+                             "to different input text")
+    return cleaned, offset_map
 
 
 def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference: str | None,
               metadata: dict[str, Any] | None, cleaner: Any, chunker: Any, embedder: Any | None,
-              evidence: tuple[EvidenceRef, ...], min_span_coverage: float) -> ChainOutput:
+              evidence: tuple[EvidenceRef, ...], min_span_coverage: float,
+              embed_chunks: bool = True) -> ChainOutput:
     """Clean, chunk and embed one parsed document, and trace its evidence items.
 
     Args:
@@ -199,6 +246,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
         embedder: an `Embedder` (with its cache) or None when no stage needs vectors or token counts.
         evidence: the questions' evidence items in this document.
         min_span_coverage: share of a span's characters one chunk must cover to hold it.
+        embed_chunks: False: the chunks are not embedded nor token-counted (``doc.vectors`` stays None) although
+            the chunker may still use ``embedder``; for a run whose only vector consumer reads a user's vectors.
 
     Raises:
         whatever the cleaner, chunker or embedder raise (the runner turns it into ``error`` rows for this document
@@ -210,9 +259,7 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     from ingestaudit.stages.chunkers.base import ChunkerInput, block_spans_from_parsed
     from ingestaudit.textlayout import TextLayout
 
-    cleaned = _clean(cleaner, parsed)
-    clean_map = (OffsetMap.identity(len(cleaned)) if cleaned == parsed.text
-                 else OffsetMap.from_alignment(cleaned, parsed.text))
+    cleaned, clean_map = _clean(cleaner, parsed)
     parsed_to_ref = to_ref = None
     if reference is not None:
         parsed_to_ref = OffsetMap.from_char_alignment(align_chars(reference, parsed.text))
@@ -226,7 +273,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     if getattr(chunker, "fallback", None) is not None and not isinstance(parsed.extras.get("chunks"), list):
         chunker = chunker.fallback  # an output without chunks: the default chunker runs on it
     chunks = list(chunker.chunk(inp, embedder))
-    check_chunks(chunks, len(cleaned))
+    declared = getattr(chunker, "max_overlap", None)
+    check_chunks(chunks, len(cleaned), max_overlap=declared() if callable(declared) else None)
     located = locate_chunks(cleaned, chunks)
     texts = [c.text for c in chunks]
     pages = [layout.page_at(loc[0]) if loc else None for loc in located]
@@ -238,10 +286,14 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                     "" if chunks else "the chunker returned no chunk", texts, pages, sections, meta,
                     intervals=list(located))
     tokens: list[int] = []
-    if embedder is not None and texts:
+    if embedder is not None and texts and embed_chunks:
         tokens = list(embedder.count_tokens(texts))
+        stats = getattr(embedder, "stats", None)  # a CachedEmbedder's counters: this document's model work
+        before = stats() if stats is not None else {}
         doc.vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
         doc.tokens = tokens
+        if stats is not None:
+            doc.embed_stats = {k: v - before.get(k, 0) for k, v in stats().items()}
     for ev in evidence:
         doc.evidence[ev.key] = trace_evidence(
             ev, parsed_to_ref=parsed_to_ref, cleaned_to_ref=to_ref, chunk_positions=positions,
@@ -251,4 +303,4 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                        bool(getattr(chunker, "normalises_whitespace", False)), tokens,
                        embedder.max_seq_length() if embedder is not None else None, doc, min_span_coverage,
                        embedder.special_tokens() if embedder is not None else 0,
-                       embedder.embed if embedder is not None else None)
+                       embedder.embed if embedder is not None else None, inp.block_spans)

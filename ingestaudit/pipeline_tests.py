@@ -3,14 +3,19 @@
 For every two pipelines (report order), class (and ``__all__``) and key retrieval metric, the questions both
 pipelines scored (state ``ok``) form pairs. Two tests per pair of pipelines: the exact two-sided sign test on the
 questions where they disagree (ties dropped; `ingestaudit.metrics.significance.sign_test_paired`) and the Wilcoxon
-signed-rank test on the per-question values (``scipy.stats.wilcoxon``, ``zero_method="wilcox"``). Holm's step-down
-correction runs over the whole family of sign tests (and separately of Wilcoxon tests) of the run; both raw and
-adjusted p-values are reported, with the smallest p a test on that many pairs can reach (``min_attainable_p``) so
-an underpowered comparison is visible as such.
+signed-rank test on the per-question values (``scipy.stats.wilcoxon``, ``zero_method="wilcox"``).
+
+The family Holm's step-down correction runs over: every distinct test of the run, i.e. one per key metric x pair of
+pipelines x set of paired questions. An ``__all__`` test on exactly the questions of one class's test (a corpus
+with a single class) is the same test: it is reported under both names (``same_as`` names the class) and enters the
+family once. Sign tests and Wilcoxon tests are corrected as two separate families of that size. Raw and adjusted
+p-values are both reported, with the smallest p a test on that many pairs can reach (``min_attainable_p``) so an
+underpowered comparison is visible as such.
 
 The sweep curve: pipelines named ``<base>/<option>=<value>`` (from ``--sweep``) are grouped by base; per value, the
-micro recall@k (largest k) over questions; the best value; and the smallest swept value whose recall@k is not
-significantly worse than the best's (sign test, Holm-adjusted over the group, alpha 0.05).
+macro recall@k (largest k: the mean of the per-question values) over questions; the best value; and the smallest
+swept value whose recall@k is not significantly worse than the best's (sign test, Holm-adjusted over the group,
+alpha 0.05).
 """
 
 from __future__ import annotations
@@ -53,33 +58,44 @@ def key_metrics(ks: Sequence[int]) -> list[str]:
 def paired_question_tests(rows: Sequence[MeasurementRow], pipelines: Sequence[str],
                           metrics: Sequence[str]) -> list[dict[str, Any]]:
     """One entry per pipeline pair x class x metric with at least one paired question: n, wins/losses/ties of B
-    over A, mean difference (B - A), sign-test and Wilcoxon p-values, their Holm adjustments over the run's family,
+    over A, mean difference (B - A), sign-test and Wilcoxon p-values, their Holm adjustments over the run's family
+    (module docstring: an ``__all__`` test on the same questions as a class test is that test, ``same_as`` set),
     the minimum attainable p, and ``significant`` (Holm-adjusted sign test < alpha)."""
     tests: list[dict[str, Any]] = []
+    family: list[dict[str, Any]] = []  # the distinct tests, in report order
     for metric in metrics:
         values = _per_question(rows, metric)
         classes = sorted({c for _, c in values}, key=lambda c: (c == ALL_CLASSES, c))
+        seen: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
         for cls in classes:
             for a, b in combinations(pipelines, 2):
                 va, vb = values.get((a, cls), {}), values.get((b, cls), {})
                 qs = sorted(va.keys() & vb.keys())
                 if not qs:
                     continue
+                same = seen.get((a, b, tuple(qs))) if cls == ALL_CLASSES else None
+                if same is not None:  # one class holds every paired question: the same test, once in the family
+                    tests.append({"copy_of": same, "class": cls})
+                    continue
                 xa, xb = [va[q] for q in qs], [vb[q] for q in qs]
                 sign = sign_test_paired(xa, xb)
                 diffs = [y - x for x, y in zip(xa, xb)]
-                tests.append({"class": cls, "metric": metric, "pipeline_a": a, "pipeline_b": b, "n": len(qs),
-                              "wins_b": sign.wins, "losses_b": sign.losses, "ties": sign.ties,
-                              "mean_diff": sum(diffs) / len(diffs), "sign_p": sign.p_value,
-                              "wilcoxon_p": _wilcoxon(diffs) if len(qs) >= 2 else 1.0,
-                              "min_attainable_p": min_attainable_p(sign.wins + sign.losses)})
+                t = {"class": cls, "metric": metric, "pipeline_a": a, "pipeline_b": b, "n": len(qs),
+                     "wins_b": sign.wins, "losses_b": sign.losses, "ties": sign.ties,
+                     "mean_diff": sum(diffs) / len(diffs), "sign_p": sign.p_value,
+                     "wilcoxon_p": _wilcoxon(diffs) if len(qs) >= 2 else 1.0,
+                     "min_attainable_p": min_attainable_p(sign.wins + sign.losses)}
+                seen[(a, b, tuple(qs))] = t
+                tests.append(t)
+                family.append(t)
     for key in ("sign_p", "wilcoxon_p"):
-        for t, adj in zip(tests, holm([t[key] for t in tests])):
+        for t, adj in zip(family, holm([t[key] for t in family])):
             t[key + "_holm"] = adj
-    for t in tests:
+    for t in family:
         t["significant"] = t["sign_p_holm"] < ALPHA
         t["underpowered"] = t["min_attainable_p"] >= ALPHA
-    return tests
+    return [{**t["copy_of"], "class": t["class"], "same_as": t["copy_of"]["class"]} if "copy_of" in t else t
+            for t in tests]  # a copy carries its original's values, adjusted ones included
 
 
 def sweep_curves(rows: Sequence[MeasurementRow], pipelines: Sequence[str], k: int) -> list[dict[str, Any]]:
@@ -139,8 +155,10 @@ def retrieval_comparison_details(rows: Sequence[MeasurementRow], pipelines: Sequ
         tests = paired_question_tests(rows, pipelines, key_metrics(ks))
         if tests:
             out.append(StageDetail(pipeline="", stage="retrieval", name="paired_question_tests",
-                                   data={"alpha": ALPHA, "correction": "Holm over every test of the run",
-                                         "tests": tests}))
+                                   data={"alpha": ALPHA, "correction": "Holm over the family: every distinct test "
+                                         "of the run (metric x pipeline pair x paired questions; an __all__ test on "
+                                         "one class's questions is that test, same_as); sign and Wilcoxon "
+                                         "separately", "tests": tests}))
         curves = sweep_curves(rows, pipelines, max(ks))
         if curves:
             out.append(StageDetail(pipeline="", stage="retrieval", name="sweep", data=curves))

@@ -143,4 +143,9 @@ def instantiate(cls: Callable[..., Any], options: Mapping[str, Any] | None, what
         return cls(**dict(options or {}))
     except TypeError as exc:
         where = f" in {section}" if section else ""
-        raise PluginOptionError(f"{what}: bad option{where} ({exc})") from exc
+        valid = ""
+        if isinstance(cls, type):  # name the options it takes (docs/config.md documents the built-in ones)
+            from ingestaudit.schema_keys import PAGES, option_names
+
+            valid = f"; valid options: {', '.join(option_names(cls)) or 'none'} (see {PAGES['config']})"
+        raise PluginOptionError(f"{what}: bad option{where} ({exc}){valid}") from exc

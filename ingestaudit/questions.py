@@ -9,7 +9,6 @@ a bad line never hides the valid ones.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
+from ingestaudit.schema_keys import PAGES, unknown_key
 from ingestaudit.truth import Problem, Truth
 
 Scalar = StrictStr | StrictInt | float | StrictBool
@@ -29,12 +29,15 @@ class _Strict(BaseModel):
 class Evidence(_Strict):
     """One evidence item; ``kind`` is ``span``, ``section``, ``page`` or ``doc`` by the keys it carries."""
 
-    doc: StrictStr = Field(min_length=1)
-    start: StrictInt | None = Field(default=None, ge=0)
-    end: StrictInt | None = Field(default=None, ge=0)
-    section: StrictStr | None = Field(default=None, min_length=1)
-    page: StrictInt | None = Field(default=None, ge=1)
-    grade: StrictInt = Field(default=1, ge=1)
+    doc: StrictStr = Field(min_length=1, description="the document id, `<class>/<name>` (as under docs/)")
+    start: StrictInt | None = Field(default=None, ge=0, description="a span of the document's reference text: its "
+                                                                    "first code point (with end)")
+    end: StrictInt | None = Field(default=None, ge=0, description="the span's end, exclusive (after start, inside "
+                                                                  "the reference text)")
+    section: StrictStr | None = Field(default=None, min_length=1, description="a heading's text: the section under "
+                                                                              "it (instead of a span)")
+    page: StrictInt | None = Field(default=None, ge=1, description="a page, 1-based (instead of a span or a section)")
+    grade: StrictInt = Field(default=1, ge=1, description="graded relevance (the gain of graded metrics such as nDCG)")
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Evidence":
@@ -62,12 +65,18 @@ class Evidence(_Strict):
 class Question(_Strict):
     """One labelled question. ``filter`` maps a metadata field to a value or a list of accepted values."""
 
-    id: StrictStr = Field(min_length=1)
-    question: StrictStr = Field(min_length=1)
-    relevant: list[Evidence] = []
-    filter: dict[str, Scalar | list[Scalar]] | None = None
-    class_: StrictStr | None = Field(default=None, alias="class", min_length=1)
-    answerable: StrictBool = True
+    id: StrictStr = Field(min_length=1, description="unique in the file")
+    question: StrictStr = Field(min_length=1, description="the question's text, as a user would ask it")
+    relevant: list[Evidence] = Field(default=[], description="the evidence that answers it (required when "
+                                                             "answerable, empty when not)")
+    filter: dict[str, Scalar | list[Scalar]] | None = Field(
+        default=None, description="a hard metadata filter applied before retrieval: field → value or list of "
+                                  "accepted values, tested against the truth's metadata")
+    class_: StrictStr | None = Field(default=None, alias="class", min_length=1,
+                                     description="the question's stratum (default: the class of its first relevant "
+                                                 "document; not '__all__')")
+    answerable: StrictBool = Field(default=True, description="false marks an out-of-scope question (no relevant "
+                                                             "evidence)")
 
     @model_validator(mode="after")
     def _evidence_matches_answerable(self) -> "Question":
@@ -82,10 +91,16 @@ class Question(_Strict):
 
 @dataclass(frozen=True)
 class QuestionSet:
-    """The valid questions of a corpus (file order) and every problem found, each with file, line and field."""
+    """The valid questions of a corpus (file order) and every problem found, each with file, line and field.
+
+    ``rejected``: the well-formed questions left out for their evidence (unknown document, span outside the reference
+    text), each with its problems as ``"file: line N: field: message"``, so a stage can give them ``error`` rows
+    instead of letting them leave its denominators unsaid (a question whose id repeats an earlier one is not here:
+    its rows would be the earlier question's)."""
 
     questions: tuple[Question, ...] = ()
     problems: tuple[Problem, ...] = ()
+    rejected: tuple[tuple[Question, str], ...] = ()
 
     def question_class(self, q: Question, doc_classes: Mapping[str, str]) -> str:
         """A question's stratum: its ``class``, else the class of its first relevant document, else ``"unanswerable"``
@@ -100,17 +115,21 @@ class QuestionSet:
 def _field(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + ("class" if part == "class_" else str(part))
+        name = "class" if part == "class_" else str(part)
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + name
     return out
 
 
-def load_questions(path: Path, rel: str, truths: Mapping[str, Truth]) -> QuestionSet:
+def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: Any = None) -> QuestionSet:
     """Read and validate ``questions.jsonl``.
 
     Args:
         path: the file.
         rel: its name as shown in problems (relative to the corpus root).
         truths: every document's truth by id (spans are checked against the reference text).
+        limits: the size limits (`ingestaudit.config.Limits`, default its defaults): a file over
+            ``questions_bytes`` is one problem and is never read; a line longer than ``question_line_chars`` or
+            nested deeper than ``json_depth`` is a problem of that line (``limit`` set), its question left out.
 
     Checks, each a `Problem` with ``field`` = ``line N: <field path>``: invalid JSON or a non-object line, schema
     errors (unknown keys, wrong types: ``true`` or ``12.0`` are not offsets), duplicate ids, an unknown document, a span
@@ -120,9 +139,18 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth]) -> Questio
     Raises:
         OSError: the file cannot be read (the caller names it).
     """
+    from ingestaudit.config import Limits
+    from ingestaudit.jsonlimits import loads_limited
+    from ingestaudit.truth import over_size
+
+    limits = limits or Limits()
     questions: list[Question] = []
     problems: list[Problem] = []
+    rejected: list[tuple[Question, str]] = []
     seen: dict[str, int] = {}
+    big = over_size(path, rel, limits.questions_bytes, "questions_bytes")
+    if big is not None:
+        return QuestionSet((), (big,))
     with path.open(encoding="utf-8", errors="strict", newline="") as fh:
         try:
             lines = fh.read().splitlines()
@@ -132,10 +160,19 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth]) -> Questio
         if not line.strip():
             continue
         where = f"line {n}"
+        if len(line) > limits.question_line_chars:
+            problems.append(Problem(rel, where, f"{len(line)} code points, over limits.question_line_chars = "
+                                                f"{limits.question_line_chars}: not read", limit="question_line_chars"))
+            continue
         try:
-            raw = json.loads(line)
+            raw, past = loads_limited(line, max_depth=limits.json_depth)
         except (ValueError, RecursionError) as exc:
             problems.append(Problem(rel, where, f"invalid JSON ({exc})"))
+            continue
+        if past:
+            problems += [Problem(rel, f"{where}: {p.field or '<line>'}", p.message + (
+                f" (limits.json_depth = {limits.json_depth})" if p.kind == "depth" else ""),
+                limit="json_depth" if p.kind == "depth" else "") for p in past]
             continue
         if not isinstance(raw, dict):
             problems.append(Problem(rel, where, f"must be a JSON object, not {type(raw).__name__}"))
@@ -143,19 +180,44 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth]) -> Questio
         try:
             q = Question.model_validate(raw)
         except ValidationError as exc:
-            for err in exc.errors():
-                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-                problems.append(Problem(rel, f"{where}: {_field(err['loc']) or '<line>'}", msg))
+            problems += _schema_problems(exc, rel, where)
             continue
         bad = _evidence_problems(q, truths, rel, where)
         if q.id in seen:
             bad.append(Problem(rel, f"{where}: id", f"duplicate id {q.id!r} (first on line {seen[q.id]})"))
         else:
             seen[q.id] = n
+            if bad:
+                rejected.append((q, "; ".join(f"{p.file}: {p.field}: {p.message}" for p in bad)))
         problems += bad
         if not bad:
             questions.append(q)
-    return QuestionSet(tuple(questions), tuple(problems))
+    return QuestionSet(tuple(questions), tuple(problems), tuple(rejected))
+
+
+FILTER_VALUE = "must be a string, a number or a boolean, or a list of them"
+"""What a ``filter`` field accepts (the message of every wrong filter value)."""
+
+
+def _schema_problems(exc: ValidationError, rel: str, where: str) -> list[Problem]:
+    """One problem per schema error: an unknown key, a wrong type or value with its field path; the alternatives
+    pydantic tries for one ``filter`` value become one problem (`FILTER_VALUE`); a rule between fields names the
+    field it is about (``relevant`` for the answerable rule, ``class`` for the reserved name)."""
+    out: list[Problem] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        msg = (unknown_key(Question, loc, PAGES["questions"]) if err["type"] == "extra_forbidden"
+               else err["msg"].removeprefix("Value error, "))
+        if len(loc) >= 2 and loc[0] == "filter" and err["type"] != "extra_forbidden":
+            field, msg = _field(loc[:2]), FILTER_VALUE
+        elif not loc:
+            field = "relevant" if "'relevant'" in msg else ("class" if "'__all__'" in msg else "<line>")
+        else:
+            field = _field(loc)
+        problem = Problem(rel, f"{where}: {field}", msg)
+        if problem not in out:
+            out.append(problem)
+    return out
 
 
 def _evidence_problems(q: Question, truths: Mapping[str, Truth], rel: str, where: str) -> list[Problem]:
@@ -169,10 +231,11 @@ def _evidence_problems(q: Question, truths: Mapping[str, Truth], rel: str, where
         if ev.kind != "span":
             continue
         if truth.text is None:
-            out.append(Problem(rel, field, f"a span needs the reference text of {ev.doc!r} (truth/{ev.doc}.txt)"))
+            out.append(Problem(rel, f"{field}.start", f"a span needs the reference text of {ev.doc!r} "
+                                                      f"(truth/{ev.doc}.txt)"))
         elif ev.end > len(truth.text):  # type: ignore[operator]
-            out.append(Problem(rel, field, f"span [{ev.start}, {ev.end}) is outside the reference text of "
-                                           f"{ev.doc!r} ({len(truth.text)} code points)"))
+            out.append(Problem(rel, f"{field}.end", f"span [{ev.start}, {ev.end}) is outside the reference text of "
+                                                    f"{ev.doc!r} ({len(truth.text)} code points)"))
     return out
 
 

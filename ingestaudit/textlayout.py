@@ -8,7 +8,10 @@ labelled truth headings of a reference text, and carried into another text's coo
 
 Section path rule (DESIGN.md, issue 9): the nearest heading that starts at or before the offset, then its ancestors —
 repeatedly the nearest earlier heading with a strictly smaller level — listed outermost first. With headings
-H1 "A", H3 "B", H2 "C" in that order, the path after "B" is ("A", "B") and after "C" is ("A", "C").
+H1 "A", H3 "B", H2 "C" in that order, the path after "B" is ("A", "B") and after "C" is ("A", "C"). A heading whose
+level is unknown (None: a parser that marks headings without levels) has no parent and is no one's parent, the rule of
+``layout.hierarchy`` (`ingestaudit.metrics.layout.parents`): with H1 "A", "X" (no level), H2 "B", the path after "X"
+is ("X",) and after "B" is ("A", "B").
 """
 
 from __future__ import annotations
@@ -29,13 +32,14 @@ class HeadingPos:
 
     Attributes:
         start, end: code-point interval ``[start, end)`` of the heading in the text (end exclusive).
-        level: 1 = top level; larger is deeper (>= 1).
+        level: 1 = top level; larger is deeper (>= 1); None when the source gives no level (see the module
+            docstring: such a heading has no parent and is no one's parent).
         text: the heading's label (the parser block's or the truth heading's text, stripped).
     """
 
     start: int
     end: int
-    level: int
+    level: int | None
     text: str
 
 
@@ -55,15 +59,24 @@ def find_text(text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
 
 
 def _paths(headings: tuple[HeadingPos, ...]) -> tuple[tuple[str, ...], ...]:
-    """The section path of each heading (itself last), by the stack rule of the module docstring."""
+    """The section path of each heading (itself last), by the stack rule of the module docstring (a heading without
+    a level is its own whole path and never enters the stack of possible parents)."""
     stack: list[HeadingPos] = []
     out = []
     for h in headings:
-        while stack and stack[-1].level >= h.level:
+        if h.level is None:
+            out.append((h.text,))
+            continue
+        while stack and stack[-1].level >= h.level:  # type: ignore[operator]
             stack.pop()
         stack.append(h)
         out.append(tuple(s.text for s in stack))
     return tuple(out)
+
+
+def _level(level: Any) -> int | None:
+    """A heading level as an int >= 1, or None when unknown (None, or not a positive number)."""
+    return int(level) if isinstance(level, int) and not isinstance(level, bool) and level >= 1 else None
 
 
 @dataclass(frozen=True)
@@ -101,8 +114,8 @@ class TextLayout:
 
     @classmethod
     def from_parsed(cls, parsed: ParsedDocument) -> "TextLayout":
-        """Locate each page text and each heading block (``kind == "heading"``, level None taken as 1) in
-        ``parsed.text``, in order.
+        """Locate each page text and each heading block (``kind == "heading"``; a level of None stays unknown, see
+        the module docstring) in ``parsed.text``, in order.
 
         Pages: page 1 starts at 0; page k > 1 starts where its stripped text is found (`find_text`) at or after the end
         of page k-1's located text, so it does not matter how the parser joined the pages. A blank page starts where
@@ -155,7 +168,7 @@ class TextLayout:
                 missing += int(is_heading)
                 continue
             if is_heading:
-                heads.append(HeadingPos(hit[0], hit[1], int(block.level or 1), block.text.strip()))
+                heads.append(HeadingPos(hit[0], hit[1], _level(block.level), block.text.strip()))
             cursor = hit[1]
         return cls(tuple(starts), tuple(heads), missing, pages_missing)
 
@@ -166,7 +179,7 @@ class TextLayout:
         Args:
             reference_text: the reference text.
             headings: ``(level, text)`` pairs, or objects with ``level`` and ``text`` attributes, in document order;
-                level None is taken as 1.
+                level None stays unknown (truth headings always carry one).
 
         Each heading is searched (`find_text`) from the end of the previous located one; one not found is skipped and
         counted in ``headings_not_found``.
@@ -180,7 +193,7 @@ class TextLayout:
             if hit is None:
                 missing += 1
                 continue
-            heads.append(HeadingPos(hit[0], hit[1], int(level or 1), label.strip()))
+            heads.append(HeadingPos(hit[0], hit[1], _level(level), label.strip()))
             cursor = hit[1]
         return cls((0,), tuple(heads), missing, 0)
 

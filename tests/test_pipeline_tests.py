@@ -26,15 +26,38 @@ def test_five_wins_and_no_loss_is_p_0_0625_and_underpowered_at_0_05():
     assert t["min_attainable_p"] == pytest.approx(0.0625) and t["underpowered"] and not t["significant"]
 
 
-def test_holm_adjusts_over_the_family():
+def test_holm_family_counts_a_single_class_test_once():
     rows = []
     for metric in ("retrieval.hit@5", "retrieval.rr"):
         rows += [_row(f"q{i}", "a", metric, 0.0) for i in range(10)]
         rows += [_row(f"q{i}", "b", metric, 1.0) for i in range(10)]
     tests = paired_question_tests(rows, ["a", "b"], ["retrieval.hit@5", "retrieval.rr"])
-    # 4 tests (2 metrics x class c and __all__), each p = 2 * 0.5**10; Holm multiplies the smallest by 4
+    # class c and __all__ hold the same 10 questions: 2 distinct tests (one per metric), each p = 2 * 0.5**10,
+    # reported 4 times; Holm multiplies the smaller by 2 (the family), not by 4
     assert len(tests) == 4
-    assert min(t["sign_p_holm"] for t in tests) == pytest.approx(4 * 2 * 0.5 ** 10)
+    assert [(t["metric"], t["class"], t.get("same_as")) for t in tests] == [
+        ("retrieval.hit@5", "c", None), ("retrieval.hit@5", "__all__", "c"),
+        ("retrieval.rr", "c", None), ("retrieval.rr", "__all__", "c")]
+    p = 2 * 0.5 ** 10
+    assert all(t["sign_p"] == pytest.approx(p) for t in tests)
+    assert all(t["sign_p_holm"] == pytest.approx(2 * p) for t in tests)  # Holm: max(2p, 1p) for both
+    assert all(t["significant"] for t in tests)
+
+
+def test_holm_family_with_two_classes_has_the_overall_test_apart():
+    rows = []
+    for i in range(10):
+        cls = "c" if i < 6 else "d"
+        for pipe, v in (("a", 0.0), ("b", 1.0)):
+            r = _row(f"q{i}", pipe, "retrieval.hit@5", v)
+            rows.append(r.model_copy(update={"doc_class": cls}))
+    tests = paired_question_tests(rows, ["a", "b"], ["retrieval.hit@5"])
+    by = {t["class"]: t for t in tests}
+    assert set(by) == {"c", "d", "__all__"} and not any("same_as" in t for t in tests)
+    # family of 3: p(c) = 2 * 0.5**6, p(d) = 2 * 0.5**4, p(all) = 2 * 0.5**10; Holm: smallest x3, next x2, last x1
+    assert by["__all__"]["sign_p_holm"] == pytest.approx(3 * 2 * 0.5 ** 10)
+    assert by["c"]["sign_p_holm"] == pytest.approx(2 * 2 * 0.5 ** 6)
+    assert by["d"]["sign_p_holm"] == pytest.approx(2 * 0.5 ** 4)
 
 
 def test_the_sweep_curve_marks_the_smallest_value_not_significantly_worse():

@@ -112,7 +112,8 @@ def test_base_class_check():
 def test_instantiate_turns_a_bad_option_into_a_value_error():
     assert instantiate(Good, {"size": 3}, "thing 'good'").size == 3
     assert instantiate(Good, None, "thing 'good'").size == 1
-    with pytest.raises(PluginOptionError, match=r"^thing 'good': bad option in \[x\] \(.*'colour'\)$"):
+    with pytest.raises(PluginOptionError, match=r"^thing 'good': bad option in \[x\] \(.*'colour'\); valid options: "
+                                                r"size \(see docs/config.md\)$"):
         instantiate(Good, {"colour": 1}, "thing 'good'", section="[x]")
     with pytest.raises(ValueError, match=r"^thing 'good': bad option \("):
         instantiate(Good, {"colour": 1}, "thing 'good'")

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
+from _rows import load_report, measurements
 
 pytestmark = pytest.mark.slow
 
@@ -53,9 +54,15 @@ def test_filters_exclude_evidence_and_recall_keeps_the_original_denominator(tmp_
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(outputs), "--out", str(out),
                                    "--stage", "retrieval"])
     assert res.exit_code == 0, res.output
-    summary = {(s["metric"], s["label"]): s for s in json.loads((out / "report.json").read_text())["summary"]
-               if s["doc_class"] == "__all__"}
+    report = load_report(out)
+    summary = {(s["metric"], s["label"]): s for s in report["summary"] if s["doc_class"] == "__all__"}
     assert summary[("retrieval.filter_false_exclusion", "")]["micro"] == 0.5  # q1 and q3
+    excluded = {r["item"]: r["value"] for r in measurements(report)
+                if r["metric"] == "retrieval.filter_false_exclusion"}
+    assert excluded == {"q1": 1.0, "q2": 0.0, "q3": 1.0, "q4": 0.0}
+    # no option rebuilds the evidence after filtering: the retrieval options hold no such switch
+    options = report["config"]["auditors"]["retrieval"]
+    assert set(options) == {"k", "depth", "conventions"} and "no option rebuilds" in options["conventions"]["filter"]
     assert summary[("retrieval.recall@10", "")]["micro"] == 0.5  # never 1.00: the evidence is not rebuilt
     assert summary[("retrieval.outcome@10", "excluded_by_filter")]["micro"] == 0.5
     assert summary[("retrieval.outcome@10", "retrieved")]["micro"] == 0.5
@@ -71,7 +78,7 @@ def test_a_sweep_gives_one_report_column_per_value(tmp_path):
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "out"), "--out", str(out),
                                    "--sweep", "chunker.size=128,256", "--stage", "chunking"])
     assert res.exit_code == 0, res.output
-    report = json.loads((out / "report.json").read_text())
+    report = load_report(out)
     names = [p["name"] for p in report["pipelines"]]
     assert names == ["p/size=128", "p/size=256", "txt/size=128", "txt/size=256"]
     # outputs without chunks: the default chunker runs, with the swept size

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
+from _rows import load_report, measurements
 
 pytestmark = pytest.mark.slow
 
@@ -56,9 +57,9 @@ def test_a_keyword_retriever_is_audited_and_its_failures_stay_per_question(tmp_p
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "out"), "--config", str(cfg),
                                    "--out", str(tmp_path / "r"), "--stage", "retrieval"])
     assert res.exit_code == 0, res.output
-    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    report = load_report(tmp_path / "r")
     assert report["pipelines"][0]["stages"]["retriever"]["implementation"] == "kwplug:Keyword"
-    rr = {r["item"]: r for r in report["measurements"] if r["metric"] == "retrieval.rr"}
+    rr = {r["item"]: r for r in measurements(report) if r["metric"] == "retrieval.rr"}
     assert rr["q1"]["state"] == "ok" and rr["q1"]["value"] == 1.0
     assert rr["q2"]["state"] == "error" and "boom" in rr["q2"]["detail"]["reason"]
     assert rr["q3"]["state"] == "error" and "unknown chunk row 999" in rr["q3"]["detail"]["reason"]

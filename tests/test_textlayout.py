@@ -66,7 +66,20 @@ def test_repeated_heading_text_is_located_in_order():
         Block("Notes", kind="heading", level=None), Block("second")))
     lay = TextLayout.from_parsed(parsed)
     assert text.find("Notes") == 10
-    assert [(h.start, h.end, h.level) for h in lay.headings] == [(24, 29, 1), (37, 42, 1)]
+    assert [(h.start, h.end, h.level) for h in lay.headings] == [(24, 29, None), (37, 42, None)]  # level unknown
+
+
+def test_a_heading_without_a_level_has_no_parent_and_is_no_ones_parent():
+    # the layout.hierarchy rule (ingestaudit.metrics.layout.parents): H1 A, X (no level), H2 B, Y (no level), H3 C
+    lay = TextLayout((0,), (HeadingPos(0, 1, 1, "A"), HeadingPos(10, 11, None, "X"), HeadingPos(20, 21, 2, "B"),
+                            HeadingPos(30, 31, None, "Y"), HeadingPos(40, 41, 3, "C")))
+    assert lay.section_path_at(15) == ("X",)
+    assert lay.section_path_at(25) == ("A", "B")  # X is not B's parent: the old "None is level 1" rule gave (X, B)
+    assert lay.section_path_at(35) == ("Y",)
+    assert lay.section_path_at(45) == ("A", "B", "C")
+    from ingestaudit.metrics.layout import parents
+
+    assert parents([1, None, 2, None, 3]) == [None, None, 0, None, 2]  # the same parents
 
 
 def test_an_anchor_block_missing_from_the_text_does_not_move_the_cursor():

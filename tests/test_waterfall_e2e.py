@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
+from _rows import load_report, measurements
 
 pytestmark = pytest.mark.slow
 
@@ -92,18 +93,23 @@ def test_each_evidence_item_lands_in_its_own_outcome(corpus, tmp_path):
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(outputs), "--out", str(report_dir),
                                    "--stage", "chunking", "--stage", "retrieval"])
     assert res.exit_code == 0, res.output
-    report = json.loads((report_dir / "report.json").read_text())
+    report = load_report(report_dir)
     shares = {s["label"]: s["micro"] for s in report["summary"]
               if s["metric"] == "retrieval.outcome@5" and s["doc_class"] == "__all__"}
     assert shares == {o: pytest.approx(1 / 6) for o in ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking",
                                                          "excluded_by_filter", "missed_by_ranking", "retrieved")} | {
         "missed_by_ann": 0.0}
-    outcome = {r["item"]: r["label"] for r in report["measurements"]
+    # the shares' intervals: a bootstrap over the 6 questions, around each share
+    for s in report["summary"]:
+        if s["metric"] == "retrieval.outcome@5" and s["doc_class"] == "__all__" and s["micro"]:
+            assert s["ci_method"].startswith("bootstrap-percentile(micro,questions,"), s["ci_method"]
+            assert 0.0 == s["ci_low"] < 1 / 6 < s["ci_high"] <= 0.5, (s["label"], s["ci_low"], s["ci_high"])
+    outcome = {r["item"]: r["label"] for r in measurements(report)
                if r["metric"] == "retrieval.outcome@5" and r["value"] == 1.0}
     assert outcome == {"q1": "lost_in_parsing", "q2": "lost_in_cleaning", "q3": "split_by_chunking",
                        "q4": "excluded_by_filter", "q5": "missed_by_ranking", "q6": "retrieved"}
     # at k = 10 the 7th-ranked chunk is retrieved
-    at10 = {r["item"]: r["label"] for r in report["measurements"]
+    at10 = {r["item"]: r["label"] for r in measurements(report)
             if r["metric"] == "retrieval.outcome@10" and r["value"] == 1.0}
     assert at10["q5"] == "retrieved"
     recall = {s["metric"]: s["micro"] for s in report["summary"]

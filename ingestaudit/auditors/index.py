@@ -7,28 +7,50 @@ Per pipeline, over the chunk vectors of the run (or a user's ``vectors.npy``):
   (``n_sample_queries``, default 200; ``numpy.random.default_rng(seed).choice`` without replacement). A chunk never
   counts as its own neighbour: for a sampled chunk both the exact and the ANN index are asked for ``k + 1`` results
   and the chunk's own row is removed by id (`ingestaudit.metrics.ann.drop_self`); its exact duplicates are other
-  chunks and stay valid neighbours; its candidates are the other ``n - 1`` vectors.
+  chunks and stay valid neighbours; its candidates are the other ``n - 1`` vectors. Without questions the sampled
+  chunks are the only queries: the label-free corpus monitor (``ingestaudit run CORPUS --stage index``).
 - **ground truth**: exact search with the index's own metric (FAISS brute force, `exact_search`, batches of queries).
 - **rows** (corpus level, per class and ``__all__``; label ``""`` = unfiltered queries, ``"filtered"`` = questions
   with a metadata filter, searched with a FAISS ``IDSelectorBatch`` inside the ANN search against exact search among
-  the rows that pass): ``index.recall@k``, ``index.recall_tie_aware@k`` (seeded bootstrap over queries in
-  ``detail["ci"]``), ``index.one_recall@r`` for ``k, r`` in ``k_list`` (Wilson over queries), and over the vectors
-  ``index.duplicate_vectors`` and ``index.ip_dominated`` (inner-product metrics; Wilson over the sampled vectors).
-  Rows are those of the pipeline's configured setting. A query's class is its question's class, or the class of the
-  sampled chunk's document.
-- **details**: ``settings``, ``queries`` (counts, sample, self-exclusion rule), ``norms``, ``cosine_unnormalised``
-  (flag: cosine declared on vectors that are not unit norm), ``duplicates``, ``sweep`` (per efSearch or nprobe value:
-  the three recalls per k, per class and filtered; the index's memory), ``operating_point`` (the cheapest setting
-  whose recall@k at the largest k reaches ``target_recall`` on unfiltered queries, with a Wilson interval), and
-  ``timings``: build seconds, per setting queries per second and p50/p95 single-threaded latency by nearest rank. Only
-  ``timings`` is wall-clock (non-deterministic); everything else is identical for identical inputs and seed.
+  the rows that pass): ``index.recall@k``, ``index.recall_tie_aware@k`` (micro Σ hits / Σ min(k, n); seeded
+  percentile bootstrap over queries in ``detail["ci"]``; ``detail["macro"]`` is the mean per-query recall),
+  ``index.one_recall@r`` for ``k, r`` in ``k_list`` (Wilson over queries: one Bernoulli per query), and over the
+  vectors ``index.duplicate_vectors`` and ``index.ip_dominated`` (inner-product metrics; Wilson over the sampled
+  vectors). Rows are those of the pipeline's configured setting. A query's class is its question's class, or the
+  class of the sampled chunk's document.
+- **details** (report.json, deterministic: identical for identical inputs and seed):
+  ``settings``, ``queries`` (counts, sample, self-exclusion rule, questions without an answer), ``norms``,
+  ``cosine_unnormalised`` (``flag``: cosine declared while some non-zero indexed vector is not unit norm; zero
+  vectors are counted apart), ``duplicates``, ``sweep`` (``cells``: per efSearch or nprobe value the three recalls
+  per k as ``{value, numerator, denominator, mean_per_query}``, per class and filtered, ``distances_per_query``: FAISS's
+  count of distance computations, a deterministic cost), ``operating_point`` and ``frontier`` (below), and
+  ``overview``: ``{"warnings": [str], "lines": [str]}``, the sentences the report views print (operating point with
+  its interval, frontier, the cosine flag, zero vectors, unanswered questions, filter violations).
+- **operating point**: the cheapest setting (smallest efSearch or nprobe) whose MEAN PER-QUERY recall@k at the
+  largest k, over the unfiltered queries, reaches ``target_recall`` (default 0.95); its interval (``ci``) is a seeded
+  percentile bootstrap over queries of that mean (1,000 resamples; the query is the sampling unit, not the result
+  slot). The mean per-query recall equals the micro ``index.recall@k`` whenever every query has at least k
+  candidates.
+- **frontier** (report.json): the settings not dominated in (mean per-query recall@k, distance computations per
+  query). The wall-clock frontier (recall against queries per second) is in ``timings``.
+- **timings** (`PipelineResult.timings`, written to ``timings.json`` as ``timings[<pipeline>]["index"]``, never into
+  report.json): ``build_seconds``, ``build_threads``, ``search_threads`` (1), ``cells``: one per sweep setting,
+  ``{"label", "knob", "value", "queries", "qps", "p50_ms", "p95_ms", "mean_ms"}`` with ``label`` equal to the
+  ``details["sweep"]["cells"][i]["label"]`` it times (single-threaded per-query search, wall clock, percentiles by
+  nearest rank), ``configured`` (the same for the pipeline's own setting) and ``frontier``: the settings not dominated
+  in (mean per-query recall@k, qps), ``{"label", "recall@k", "qps"}``.
 
 A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.npy`` + ``vector_ids.json`` (ids
-``"<doc id>#<chunk index>"``) replace the run's vectors, and ``ann_results.jsonl`` (``{"query": id, "results":
-[ids]}``, ids of vectors; a query id is a question id or a vector id, the latter a self query) replaces the HNSW
-index: the auditor computes the exact ground truth itself and audits the user's answers, so a production store is
-audited without ingestaudit knowing it. Ask the store for ``k + 1`` results on self queries (the query's own id is
-dropped).
+``"<doc id>#<chunk index>"``, chunks of the run's chunker) replace the run's vectors, and ``ann_results.jsonl``
+(``{"query": id, "results": [ids]}``, ids of vectors; a query id is a question id or a vector id, the latter a self
+query) replaces the HNSW index: the auditor computes the exact ground truth itself and audits the user's answers, so
+a production store is audited without ingestaudit knowing it. Ask the store for ``k + 1`` results on self queries
+(the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
+recall denominators and counted (``detail["no_prediction"]`` of the rows, ``details["queries"]["unanswered"]``),
+never a recall of 0. When the run's only chain stage is ``index``, the runner does not embed the chunks of a
+pipeline that has ``vectors.npy`` (the user's vectors are audited, the run's would be unused); questions are still
+embedded with the pipeline's embedder, so its model must be the one that made the user's vectors (the dimension is
+checked against the embedder's, with or without questions).
 """
 
 from __future__ import annotations
@@ -46,8 +68,10 @@ from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import ann
 from ingestaudit.metrics.intervals import bootstrap_ratio, wilson
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.stages.index import (IndexInputError, IndexSettings, build_ann, check_vectors, exact_search,
-                                      l2_normalise, timed_search)
+from ingestaudit.output_schemas import AnnResultsLine
+from ingestaudit.schema_keys import PAGES, anchor, keys_of, unknown_keys
+from ingestaudit.stages.index import (IndexInputError, IndexSettings, build_ann, check_vectors, distance_counter,
+                                      exact_search, l2_normalise, timed_search)
 
 ALL = "__all__"
 FILTERED = "filtered"
@@ -59,27 +83,34 @@ MAX_LISTED = 200
 SELF_RULE = ("a chunk never counts as its own neighbour: for a sampled chunk vector, exact and ANN search return k+1 "
              "results and the chunk's own row is removed by id; exact duplicates of it are other chunks and stay "
              "valid neighbours; its candidates are the other n-1 vectors")
-_SOURCES = ("FAISS benchmarks' intersection recall and 1-recall@R (faiss/benchs), ann-benchmarks' distance-threshold "
-            "recall (Aumüller, Bernhardsson & Faithfull 2020)")
+_SOURCES = ("intersection recall: FAISS knn_intersection_measure (faiss/contrib/evaluation.py) with a min(k, n) "
+            "denominator and -1 never matching; 1-recall@R: FAISS benchmarks (faiss/benchs/bench_hnsw.py, 1-R@1); "
+            "tie-aware recall: ann-benchmarks' knn threshold recall (Aumüller, Bernhardsson & Faithfull 2020; "
+            "additive d_k + 1e-3 there) with a relative tolerance rtol instead")
+OP_INTERVAL = ("percentile bootstrap over queries (1000 resamples, the run's seed) of the mean per-query recall@k of "
+               "the unfiltered queries: the query is the sampling unit")
 
 
 def _recall_spec(k: int) -> MetricSpec:
     return MetricSpec(
         f"index.recall@{k}",
-        f"FAISS intersection recall: |ANN top-{k} ∩ exact top-{k}| / min({k}, n) per query, micro over queries "
+        f"intersection recall (FAISS knn_intersection_measure, with a min(k, n) denominator): |ANN top-{k} ∩ exact "
+        f"top-{k}| / min({k}, n) per query, micro over queries "
         "(Σ hits / Σ min(k, n)); exact = brute-force search with the index's own metric; -1 padding dropped, an id "
         "repeated in one result list counts once; queries = labelled questions + a seeded sample of chunk vectors, "
         "and a chunk never counts as its own neighbour (its own id is removed; its exact duplicates stay); label "
         "'filtered': questions with a metadata filter, filtered ANN (FAISS IDSelector inside the search) against "
-        "filtered exact search; corpus level, bootstrap over queries", True, ci="bootstrap", unit="results")
+        "filtered exact search; questions a user's ann_results.jsonl does not answer are no_prediction, left out "
+        "and counted; corpus level, bootstrap over queries", True, ci="bootstrap", unit="results")
 
 
 def _tie_spec(k: int) -> MetricSpec:
     return MetricSpec(
         f"index.recall_tie_aware@{k}",
         f"tie-aware recall: distinct ANN top-{k} ids whose TRUE score (recomputed exactly in float64, not the ANN's "
-        f"reported one) ties or beats the {k}-th exact score within relative tolerance 1e-5 / min({k}, n) "
-        "(ann-benchmarks' distance-threshold recall, Aumüller et al. 2020, with a 1e-5 relative tolerance): "
+        f"reported one) ties (|s - s_k| <= 1e-5 |s_k|: relative tolerance 1e-5) or beats the {k}-th exact score "
+        "s_k, divided by min(k, n) per query (ann-benchmarks' knn threshold recall, Aumüller et al. 2020, whose "
+        "threshold is additive, d_k + 1e-3): "
         "tie-equivalent ids and exact duplicates are not misses; >= index.recall@k; same queries and self-exclusion "
         "as index.recall@k (a chunk never counts as its own neighbour)", True, ci="bootstrap", unit="results")
 
@@ -87,7 +118,8 @@ def _tie_spec(k: int) -> MetricSpec:
 def _one_spec(r: int) -> MetricSpec:
     return MetricSpec(
         f"index.one_recall@{r}",
-        f"FAISS 1-recall@R at R={r}: queries whose exact nearest neighbour (exact search's first id) is among the "
+        f"1-recall@R at R={r} (FAISS benchmarks, faiss/benchs/bench_hnsw.py): queries whose exact nearest "
+        f"neighbour (exact search's first id) is among the "
         f"first {r} ANN results / queries; an equally close different id is a miss here (see recall_tie_aware); a "
         "chunk never counts as its own neighbour; corpus level, Wilson over queries", True, ci="wilson",
         unit="queries")
@@ -98,8 +130,10 @@ VECTOR_METRICS = (
                "per class within the class; duplicates make 'the' nearest neighbour ambiguous (ann-benchmarks issue "
                "#519 credited ten copies of one neighbour as 100 %); corpus level count", False, high=None,
                unit="vectors"),
-    MetricSpec("index.ip_dominated", "share of the sampled vectors v for which another vector u has <u, v> > <v, v> "
-               "(exact; float64 where float32 is within rounding): v is never its own best inner-product match and "
+    MetricSpec("index.ip_dominated", "share of the sampled vectors v for which another vector u has "
+               "<u, v> > (1 + 1e-5) <v, v> (relative tolerance 1e-5, so float32 rounding of normalised near-"
+               "duplicates is not counted; exact float64 sums where float32 is within rounding): v is never its own "
+               "best inner-product match and "
                "parts of an HNSW graph built on inner product become unreachable whatever efSearch (milvus #51821); "
                "inner-product metrics (cosine, ip) only, 'skipped' for l2; Wilson over sampled vectors",
                False, ci="wilson", unit="vectors"),
@@ -166,12 +200,33 @@ def read_user_vectors(folder: str | Path) -> tuple[np.ndarray, list[str]]:
     return vectors, ids
 
 
-def read_ann_results(path: str | Path) -> dict[str, list[str]]:
+class AnnResults(dict):
+    """A user's ANN answers (`read_ann_results`): ``query id -> result ids`` in file order, plus where each query was
+    read (``path`` and ``lines``: query id -> 1-based line number), so that later errors name the file and line."""
+
+    def __init__(self, items: Mapping[str, list[str]] | None = None, *, path: str | Path | None = None,
+                 lines: Mapping[str, int] | None = None) -> None:
+        super().__init__(items or {})
+        self.path = None if path is None else str(path)
+        self.lines = dict(lines or {})
+
+    def where(self, query: str) -> str:
+        """``"<path> line <n>"`` of ``query``, or ``"ann_results"`` when unknown."""
+        if self.path is None:
+            return "ann_results"
+        return f"{self.path} line {self.lines[query]}" if query in self.lines else self.path
+
+
+def _where(ann_results: Mapping[str, Any], query: str) -> str:
+    return ann_results.where(query) if isinstance(ann_results, AnnResults) else "ann_results"
+
+
+def read_ann_results(path: str | Path) -> AnnResults:
     """Read a user's ANN answers, ``ann_results.jsonl``: one JSON object per line, ``{"query": str, "results":
     [str, ...]}`` (result ids best first, as the store returned them). Blank lines are skipped.
 
     Returns:
-        ``query id -> result ids``, file order.
+        `AnnResults`: ``query id -> result ids``, file order, with the line of every query.
 
     Raises:
         UserIndexError: unreadable file, invalid JSON, a line that is not such an object (missing or unknown key,
@@ -182,7 +237,7 @@ def read_ann_results(path: str | Path) -> dict[str, list[str]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise UserIndexError(f"{path}: unreadable ({exc})") from None
-    out: dict[str, list[str]] = {}
+    out = AnnResults(path=path)
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -193,17 +248,19 @@ def read_ann_results(path: str | Path) -> dict[str, list[str]]:
             raise UserIndexError(f"{where}: invalid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):
             raise UserIndexError(f"{where}: expected an object {{\"query\": id, \"results\": [ids]}}")
-        extra = set(obj) - {"query", "results"}
+        extra = [k for k in obj if k not in keys_of(AnnResultsLine)]  # the keys docs/outputs.md documents
         if extra:
-            raise UserIndexError(f"{where}: unknown key(s) {sorted(extra)}; expected 'query' and 'results'")
+            raise UserIndexError(f"{where}: " + unknown_keys(extra, keys_of(AnnResultsLine),
+                                                             f"{PAGES['outputs']}#{anchor(AnnResultsLine)}"))
         q, res = obj.get("query"), obj.get("results")
         if not isinstance(q, str) or not q:
             raise UserIndexError(f"{where}: 'query' must be a non-empty string")
         if not isinstance(res, list) or not all(isinstance(r, str) for r in res):
             raise UserIndexError(f"{where}: 'results' must be a list of id strings")
         if q in out:
-            raise UserIndexError(f"{where}: query {q!r} repeated")
+            raise UserIndexError(f"{where}: query {q!r} repeated (first on line {out.lines[q]})")
         out[q] = res
+        out.lines[q] = no
     return out
 
 
@@ -219,6 +276,11 @@ class _Queries:
     self_rows: np.ndarray  # (m,) int64; -1 for questions
     allowed: list[np.ndarray | None]  # sorted unique rows, or None (no filter)
     ncand: np.ndarray  # (m,) candidates per query
+    answered: np.ndarray | None = None  # (m,) bool; False: a question a user's ann_results does not answer
+
+    def __post_init__(self) -> None:
+        if self.answered is None:
+            self.answered = np.ones(len(self.keys), dtype=bool)
 
     @property
     def labels(self) -> list[str]:
@@ -243,7 +305,11 @@ def _check_k_list(k_list: Sequence[int]) -> tuple[int, ...]:
 
 
 def _ci(interval: Any) -> dict[str, Any] | None:
-    return None if interval is None else {"low": interval.low, "high": interval.high, "method": interval.method}
+    """An `Interval` as JSON; the bootstrap's resampled items are this auditor's queries (the intervals module
+    calls them documents)."""
+    if interval is None:
+        return None
+    return {"low": interval.low, "high": interval.high, "method": interval.method.replace(",docs,", ",queries,")}
 
 
 def _exact(base: np.ndarray, q: _Queries, kmax: int, metric: str) -> _Truth:
@@ -286,6 +352,16 @@ class _Scored:
     one: dict[int, np.ndarray]
     den: dict[int, np.ndarray]
     valid: np.ndarray  # (m,) queries with at least one candidate
+    answered: np.ndarray  # (m,) queries with an answer (False only for questions missing from a user's results)
+
+    def counted(self, mask: np.ndarray) -> np.ndarray:
+        """The queries of ``mask`` that enter a recall: a candidate exists and an answer was given."""
+        return mask & self.valid & self.answered
+
+    def per_query(self, k: int, mask: np.ndarray) -> np.ndarray:
+        """Recall@k of each counted query of ``mask`` (hits / min(k, n))."""
+        m = self.counted(mask)
+        return self.hits[k][m] / self.den[k][m]
 
 
 def _score(base: np.ndarray, q: _Queries, truth: _Truth, ann_ids: np.ndarray, ks: tuple[int, ...], metric: str,
@@ -293,7 +369,7 @@ def _score(base: np.ndarray, q: _Queries, truth: _Truth, ann_ids: np.ndarray, ks
     hic = metric != "l2"
     ann_true = ann.true_scores(base, q.vectors, ann_ids, metric)
     valid = q.ncand > 0
-    out = _Scored({}, {}, {}, {}, valid)
+    out = _Scored({}, {}, {}, {}, valid, np.asarray(q.answered, dtype=bool))
     for k in ks:
         out.hits[k] = ann.intersection_hits(ann_ids, truth.ids, k)
         kth = ann.kth_scores(truth.true, truth.ids, k, higher_is_closer=hic)
@@ -307,17 +383,27 @@ def _score(base: np.ndarray, q: _Queries, truth: _Truth, ann_ids: np.ndarray, ks
 
 
 def _sums(s: _Scored, mask: np.ndarray, ks: tuple[int, ...]) -> dict[str, Any]:
-    m = mask & s.valid
-    cell: dict[str, Any] = {"queries": int(m.sum())}
+    m = s.counted(mask)
+    cell: dict[str, Any] = {"queries": int(m.sum()), "no_prediction": int((mask & ~s.answered).sum())}
     for k in ks:
-        den = int(s.den[k][m].sum())
+        den = s.den[k][m]
         for name, arr in ((f"recall@{k}", s.hits[k]), (f"recall_tie_aware@{k}", np.minimum(s.tie[k], s.den[k]))):
-            num = int(arr[m].sum())
-            cell[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
+            num = arr[m]
+            cell[name] = {"value": int(num.sum()) / int(den.sum()) if den.sum() else None,
+                          "numerator": int(num.sum()), "denominator": int(den.sum()),
+                          "mean_per_query": float(np.mean(num / den)) if m.any() else None}
         num = int(s.one[k][m].sum())
         cell[f"one_recall@{k}"] = {"value": num / int(m.sum()) if m.any() else None, "numerator": num,
                                    "denominator": int(m.sum())}
     return cell
+
+
+def _empty_state(s: _Scored, mask: np.ndarray) -> tuple[State, str]:
+    """Why a row has no counted query: every query with a candidate is unanswered (no_prediction), or none has a
+    candidate (no_reference)."""
+    if (mask & s.valid & ~s.answered).any():
+        return State.NO_PREDICTION, "no answer: the questions of this row are absent from ann_results.jsonl"
+    return State.NO_REFERENCE, "no query with a candidate"
 
 
 def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, setting: str
@@ -332,17 +418,17 @@ def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, settin
             continue
         for cls in sorted(set(classes[in_label].tolist())) + [ALL]:
             mask = in_label & ((classes == cls) if cls != ALL else True)
-            m = mask & s.valid
+            m = s.counted(mask)
             n_q = int(mask.sum())
             base_detail = {"setting": setting, "queries": int(m.sum()), "sampled_chunks": int((m & is_self).sum()),
                            "questions": int((m & ~is_self).sum()),
-                           "no_candidates": int((mask & ~s.valid).sum())}
+                           "no_candidates": int((mask & ~s.valid).sum()),
+                           "no_prediction": int((mask & ~s.answered).sum())}
             for k in ks:
                 for metric, arr in ((f"index.recall@{k}", s.hits[k]),
                                     (f"index.recall_tie_aware@{k}", np.minimum(s.tie[k], s.den[k]))):
                     if not m.any():
-                        rows.append((cls, Score.missing(metric, State.NO_REFERENCE, "no query with a candidate",
-                                                        label=label), n_q))
+                        rows.append((cls, Score.missing(metric, *_empty_state(s, mask), label=label), n_q))
                         continue
                     num, den = arr[m].astype(float), s.den[k][m].astype(float)
                     detail = {**base_detail, "macro": float(np.mean(num / den)),
@@ -351,8 +437,7 @@ def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, settin
                                                   detail=detail), n_q))
                 metric = f"index.one_recall@{k}"
                 if not m.any():
-                    rows.append((cls, Score.missing(metric, State.NO_REFERENCE, "no query with a candidate",
-                                                    label=label), n_q))
+                    rows.append((cls, Score.missing(metric, *_empty_state(s, mask), label=label), n_q))
                     continue
                 hits = int(s.one[k][m].sum())
                 rows.append((cls, Score.ratio(metric, hits, int(m.sum()), label=label,
@@ -360,14 +445,14 @@ def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, settin
     return rows
 
 
-def _vector_rows(raw: np.ndarray, indexed: np.ndarray, classes: list[str], sample: np.ndarray, metric: str
+def _vector_rows(groups: np.ndarray, indexed: np.ndarray, classes: list[str], sample: np.ndarray, metric: str
                  ) -> tuple[list[tuple[str, Score, int]], dict[str, Any]]:
-    """Duplicates count on the vectors as given (``raw``); inner-product domination on the vectors as indexed."""
+    """Duplicates count on the vectors as given (``groups`` = `ann.vector_groups` of them, taken before any
+    normalisation); inner-product domination on the vectors as indexed."""
     rows: list[tuple[str, Score, int]] = []
     cls_arr = np.array(classes)
     uniq = sorted(set(classes))
     dup_detail = []
-    groups = ann.vector_groups(raw)
     for cls in uniq + [ALL]:
         rows_of = np.flatnonzero(cls_arr == cls) if cls != ALL else np.arange(len(classes))
         dups = int(rows_of.size - np.unique(groups[rows_of]).size)  # within the class
@@ -391,7 +476,8 @@ def _vector_rows(raw: np.ndarray, indexed: np.ndarray, classes: list[str], sampl
             continue
         hits = int(flags[mask].sum())
         rows.append((cls, Score.ratio("index.ip_dominated", hits, n_s,
-                                      detail={"ci": _ci(wilson(hits, n_s)), "sampled": n_s}), n_s))
+                                      detail={"ci": _ci(wilson(hits, n_s)), "sampled": n_s,
+                                              "rtol": ann.DOMINATION_RTOL}), n_s))
     return rows, {"duplicates": dup_detail, "ip_dominated_rows": examples}
 
 
@@ -415,34 +501,127 @@ def _timing(lat: np.ndarray) -> dict[str, Any]:
 
 
 def _search_all(index: Any, q: _Queries, kmax: int, params: Mapping[str, int] | None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Every query, one at a time single-threaded: (raw ids (m, kmax + 1), latencies ms)."""
+                ) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """Every query, one at a time single-threaded: (raw ids (m, kmax + 1), latencies ms, distance computations)."""
     m = len(q.keys)
     raw = np.full((m, kmax + 1), -1, dtype=np.int64)
     lat = np.zeros(m)
     if m == 0:
-        return raw, lat
+        return raw, lat, 0
     selfq = q.self_rows >= 0
-    for mask, kk in ((selfq, kmax + 1), (~selfq, kmax)):
-        idx = np.flatnonzero(mask)
-        if idx.size:
-            _, i_, l_ = timed_search(index, q.vectors[idx], kk, allowed=[q.allowed[j] for j in idx], params=params)
-            raw[idx, :kk] = i_
-            lat[idx] = l_
-    return raw, lat
+    with distance_counter(index) as counted:
+        for mask, kk in ((selfq, kmax + 1), (~selfq, kmax)):
+            idx = np.flatnonzero(mask)
+            if idx.size:
+                _, i_, l_ = timed_search(index, q.vectors[idx], kk, allowed=[q.allowed[j] for j in idx],
+                                         params=params)
+                raw[idx, :kk] = i_
+                lat[idx] = l_
+    return raw, lat, counted["distances"]
 
 
-def _best(cells: list[dict[str, Any]], kmax: int, target: float) -> tuple[dict[str, Any] | None, str]:
+def _operating_point(cells: list[dict[str, Any]], runs: Mapping[Any, Any], q: _Queries, kmax: int, target: float,
+                     seed: int) -> dict[str, Any]:
+    """The cheapest cell (cells are in increasing knob order) whose mean per-query recall@kmax over the unfiltered
+    queries reaches ``target``, with a seeded bootstrap over those queries of that mean."""
     key = f"recall@{kmax}"
-    ok = [c for c in cells if c["unfiltered"][key]["value"] is not None]
-    fit = [c for c in ok if c["unfiltered"][key]["value"] >= target - 1e-12]
+    base = {"target": target, "k": kmax, "knob": cells[0]["knob"] if cells else None,
+            "quantity": f"mean per-query recall@{kmax} of the unfiltered queries", "interval": OP_INTERVAL}
+    if not cells:
+        return {**base, "value": None,
+                "reason": "no sweep ran (a flat index, or an empty sweep list): the configured setting is the only one"}
+    ok = [c for c in cells if c["unfiltered"][key]["mean_per_query"] is not None]
+    fit = [c for c in ok if c["unfiltered"][key]["mean_per_query"] >= target - 1e-12]
     if not fit:
-        top = max(ok, key=lambda c: c["unfiltered"][key]["value"], default=None)
-        why = (f"no setting reaches recall@{kmax} >= {target:g}" +
-               (f" (best: {top['unfiltered'][key]['value']:.4f} at {top['label']})" if top else
+        top = max(ok, key=lambda c: c["unfiltered"][key]["mean_per_query"], default=None)
+        why = (f"no setting reaches mean recall@{kmax} >= {target:g}" +
+               (f" (best: {top['unfiltered'][key]['mean_per_query']:.4f} at {top['label']})" if top else
                 " (no query with a candidate)"))
-        return None, why
-    return fit[0], f"cheapest setting (smallest {fit[0]['knob']}) with recall@{kmax} >= {target:g}"
+        return {**base, "value": None, "reason": why}
+    best = fit[0]
+    sc = runs[best["value"]]
+    per_query = sc.per_query(kmax, np.array(q.labels) == "")
+    return {**base, "value": best["value"], "label": best["label"],
+            "mean_recall": best["unfiltered"][key]["mean_per_query"], "queries": int(per_query.size),
+            "recall": best["unfiltered"][key], "distances_per_query": best.get("distances_per_query"),
+            "ci": _ci(bootstrap_ratio(per_query, None, seed=seed)),
+            "reason": f"cheapest setting (smallest {best['knob']}) with mean recall@{kmax} >= {target:g}"}
+
+
+def _pareto(points: list[tuple[str, float, float]], *, lower_cost_is_better: bool) -> list[tuple[str, float, float]]:
+    """Points ``(label, recall, cost-or-speed)`` that no other point matches or beats on both axes and beats on one:
+    higher recall is better; the second axis is better LOWER when ``lower_cost_is_better`` (distance computations)
+    and HIGHER otherwise (queries per second)."""
+    sign = -1.0 if lower_cost_is_better else 1.0
+
+    def beats(o: tuple[str, float, float], p: tuple[str, float, float]) -> bool:
+        return (o[1] >= p[1] and sign * o[2] >= sign * p[2]) and (o[1] > p[1] or sign * o[2] > sign * p[2])
+
+    return [p for p in points if not any(beats(o, p) for o in points)]
+
+
+def _frontier(cells: list[dict[str, Any]], kmax: int) -> list[dict[str, Any]]:
+    """Deterministic frontier: settings not dominated in (mean per-query recall@kmax, distance computations per
+    query), cheapest first."""
+    key = f"recall@{kmax}"
+    pts = [(c["label"], c["unfiltered"][key]["mean_per_query"], c["distances_per_query"]) for c in cells
+           if c["unfiltered"][key]["mean_per_query"] is not None and c.get("distances_per_query") is not None]
+    front = sorted(_pareto(pts, lower_cost_is_better=True), key=lambda p: p[2])
+    return [{"label": lbl, f"mean_recall@{kmax}": r, "distances_per_query": dq} for lbl, r, dq in front]
+
+
+def _qps_frontier(cells: list[dict[str, Any]], times: list[dict[str, Any]], kmax: int) -> list[dict[str, Any]]:
+    """Wall-clock frontier (timings only): settings not dominated in (mean per-query recall@kmax, queries/s)."""
+    key = f"recall@{kmax}"
+    pts = [(c["label"], c["unfiltered"][key]["mean_per_query"], t["qps"]) for c, t in zip(cells, times)
+           if c["unfiltered"][key]["mean_per_query"] is not None and t.get("qps") is not None]
+    front = sorted(_pareto(pts, lower_cost_is_better=False), key=lambda p: -p[2])
+    return [{"label": lbl, f"recall@{kmax}": r, "qps": v} for lbl, r, v in front]
+
+
+def _g(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def _overview(details: dict[str, Any], kmax: int) -> dict[str, list[str]]:
+    """The sentences the report views print for this pipeline's index audit (``details["overview"]``)."""
+    warnings: list[str] = []
+    lines: list[str] = []
+    cos = details.get("cosine_unnormalised", {})
+    if cos.get("flag"):
+        extra = (f"; exact inner product on them shares {cos[f'ip_vs_cosine_recall@{kmax}']:.4f} of the exact "
+                 f"cosine top-{kmax}" if f"ip_vs_cosine_recall@{kmax}" in cos else "")
+        warnings.append(f"cosine declared on vectors that are not unit norm ({cos.get('not_unit_nonzero')} non-zero "
+                        f"vectors off unit norm, norms {cos.get('min_norm'):.4g}..{cos.get('max_norm'):.4g}): FAISS "
+                        f"has no cosine, this is inner product and ranks by length (FAISS #812, #1119){extra}")
+    if cos.get("zero_vectors"):
+        warnings.append(f"{cos['zero_vectors']} zero vector(s): cosine is undefined for them and no normalisation "
+                        "makes them unit")
+    q = details.get("queries", {})
+    if q.get("unanswered_total"):
+        warnings.append(f"{q['unanswered_total']} question(s) absent from ann_results.jsonl: no_prediction, left out "
+                        "of the recall denominators")
+    src = details.get("source", {})
+    if src.get("filter_violations"):
+        warnings.append(f"{src['filter_violations']} returned id(s) outside a question's filter (counted as misses)")
+    lines.append(f"queries: {q.get('sampled_chunks', 0)} sampled chunks (never their own neighbour) + "
+                 f"{q.get('questions', 0)} questions ({q.get('filtered', 0)} filtered); source: {src.get('kind')}"
+                 + (f", configured {src['configured']}" if src.get("configured") else ""))
+    op = details.get("operating_point")
+    if op is not None:
+        if op.get("value") is not None:
+            ci = op.get("ci") or {}
+            interval = f" [{_g(ci.get('low'))}, {_g(ci.get('high'))}]" if ci else ""
+            lines.append(f"operating point (cheapest setting with mean recall@{op['k']} >= {op['target']:g}, "
+                         f"unfiltered queries): {op['label']}: {_g(op['mean_recall'])}{interval} (95 % percentile "
+                         f"bootstrap over {op['queries']} queries)")
+        else:
+            lines.append(f"operating point: none ({op.get('reason')})")
+    front = details.get("frontier")
+    if front:
+        lines.append(f"frontier (mean recall@{kmax} against distance computations per query): " + "; ".join(
+            f"{p['label']} {_g(p[f'mean_recall@{kmax}'])} at {p['distances_per_query']:.0f}" for p in front))
+    return {"warnings": warnings, "lines": lines}
 
 
 def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: Sequence[str], *,
@@ -454,7 +633,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                   sweep: Sequence[int] | None = None, target_recall: float = DEFAULT_TARGET,
                   n_sample_queries: int = DEFAULT_SAMPLE, seed: int = 0,
                   ann_results: Mapping[str, Sequence[str]] | None = None,
-                  rtol: float = ann.DEFAULT_RTOL) -> CorpusResult:
+                  rtol: float = ann.DEFAULT_RTOL, normalise_in_place: bool = False) -> CorpusResult:
     """Audit an approximate index over ``vectors`` against exact search (see the module docstring).
 
     Args:
@@ -469,19 +648,23 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         declared_metric: the metric the pipeline claims (``cosine`` | ``ip`` | ``l2``); default ``settings.metric``.
             The index and the exact ground truth use it (cosine = inner product).
         normalised: True when the pipeline L2-normalises vectors (and questions) before indexing; the auditor then
-            does it too. False: vectors are indexed as given, and declaring cosine on vectors that are not unit norm
-            (``| ||v|| - 1 | > 1e-3`` for some v) sets ``details["cosine_unnormalised"]["flag"]``.
+            does it too. False: vectors are indexed as given, and declaring cosine while some non-zero vector is not
+            unit norm (``| ||v|| - 1 | > 1e-3``) sets ``details["cosine_unnormalised"]["flag"]``.
         settings: the index under audit (default `IndexSettings()`: HNSW M=32, efConstruction 40, efSearch 64).
         k_list: cut-offs for recall@k, tie-aware recall@k and 1-recall@r.
         sweep: efSearch values (HNSW, default 16..256) or nprobe values (IVF, default 1, 2, 4, ... nlist); ``()``
             for none.
-        target_recall: the operating point's recall@k target (k = max of ``k_list``).
+        target_recall: the operating point's target for the mean per-query recall@k (k = max of ``k_list``).
         n_sample_queries: chunk vectors drawn as self queries (seeded); 0 for none.
         seed: seeds the sample and the bootstrap intervals (the index uses ``settings.seed``).
         ann_results: a user's answers (`read_ann_results`) instead of an index: query id (question id, or chunk id
             for a self query) -> result chunk ids. No index is built, no sweep runs; a question absent from it is
-            answered with nothing (recall 0, counted in ``details["queries"]["unanswered"]``).
+            ``no_prediction`` (left out of every recall, counted in the rows' ``detail["no_prediction"]`` and in
+            ``details["queries"]["unanswered"]``).
         rtol: relative tolerance of tie-aware recall.
+        normalise_in_place: when normalising, overwrite ``vectors`` instead of copying it (for a caller that owns
+            the array, e.g. one just read from ``vectors.npy``): the audit then holds one copy of the vectors, not
+            two. Facts about the vectors as given (norms, duplicates) are taken before.
 
     Returns:
         A `CorpusResult` with ``corpus_scores`` and ``details`` (``details["timings"]`` is the only wall-clock part).
@@ -489,7 +672,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     Raises:
         IndexInputError: NaN/inf vectors or queries, dimension mismatch, empty base.
         ValueError: lengths that do not match, repeated chunk ids, bad k_list / target / sample size, an unknown
-            metric or kind, an ``ann_results`` query or result id that names nothing.
+            metric or kind, an ``ann_results`` query or result id that names nothing (the message names the file
+            and line when ``ann_results`` is an `AnnResults`).
     """
     ks = _check_k_list(k_list)
     kmax = ks[-1]
@@ -511,10 +695,15 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     if len(row_of) != n:
         raise ValueError("chunk ids must be unique")
 
+    # -- facts about the vectors as given, before any normalisation (which may overwrite them)
     raw_norms = ann.norm_stats(raw)
+    groups = ann.vector_groups(raw)
     indexed = raw
     if normalised and not (abs(raw_norms["min"] - 1) <= 1e-6 and abs(raw_norms["max"] - 1) <= 1e-6):
-        indexed = l2_normalise(raw)
+        # in place when the caller allows it, or when check_vectors already made a float32 copy of the input
+        copied = not (isinstance(vectors, np.ndarray) and np.may_share_memory(raw, vectors))
+        indexed = l2_normalise(raw, inplace=normalise_in_place or copied)
+        raw = None if indexed is raw else raw  # overwritten in place: the vectors as given no longer exist
     idx_norms = raw_norms if indexed is raw else ann.norm_stats(indexed)
 
     # -- queries
@@ -549,7 +738,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
             if key in q_index:
                 continue
             if key not in row_of:
-                raise ValueError(f"ann_results: query {key!r} is neither a question id nor a vector id")
+                raise ValueError(f"{_where(ann_results, key)}: query {key!r} is neither a question id nor a vector "
+                                 "id (vector_ids.json)")
             self_keys.append(key)
         sample = np.array(sorted(row_of[k] for k in self_keys), dtype=np.int64)
         unanswered = [qid for qid in q_ids if qid not in ann_results]
@@ -573,12 +763,15 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     srows = np.array(self_rows, dtype=np.int64)
     ncand = np.array([(n - 1 if s >= 0 else n) if a is None else int(a.size) for s, a in zip(self_rows, allowed)],
                      dtype=np.int64)
+    missing = set(unanswered)
     qs = _Queries(np.stack(q_vecs).astype(np.float32) if q_vecs else np.zeros((0, d), np.float32), keys, classes,
-                  srows, allowed, ncand)
+                  srows, allowed, ncand, np.array([k not in missing or s >= 0 for k, s in zip(keys, self_rows)],
+                                                  dtype=bool))
 
     # -- facts about the vectors (before any index exists, so that their scratch memory is not added to it)
-    vec_rows, vec_detail = _vector_rows(raw, indexed, chunk_classes, sample if sample.size else
+    vec_rows, vec_detail = _vector_rows(groups, indexed, chunk_classes, sample if sample.size else
                                         np.sort(rng.choice(n, size=min(DEFAULT_SAMPLE, n), replace=False)), metric)
+    del groups
 
     # -- exact ground truth
     truth = _exact(indexed, qs, kmax, metric) if keys else _Truth(np.zeros((0, kmax), np.int64),
@@ -591,9 +784,12 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     class_arr = np.array(classes)
     class_names = sorted(set(classes))
 
-    def cell_of(scored: _Scored, label: str, knob: str | None, value: int | None, memory: int | None
-                ) -> dict[str, Any]:
+    def cell_of(scored: _Scored, label: str, knob: str | None, value: int | None, memory: int | None,
+                distances: int | None = None) -> dict[str, Any]:
+        searched = len(keys) - sum(1 for a in allowed if a is not None and a.size == 0)
         cell: dict[str, Any] = {"label": label, "knob": knob, "value": value, "memory_bytes": memory,
+                                "distances_per_query": (distances / searched) if distances is not None and searched
+                                else None,
                                 "unfiltered": _sums(scored, unfiltered, ks),
                                 "per_class": [{"class": c, **_sums(scored, unfiltered & (class_arr == c), ks)}
                                               for c in class_names if (unfiltered & (class_arr == c)).any()]}
@@ -607,7 +803,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
             res = ann_results.get(key, [])
             for pos, rid in enumerate(res[:kmax + 1]):
                 if rid not in row_of:
-                    raise ValueError(f"ann_results: query {key!r} returns {rid!r}, which is not a vector id")
+                    raise ValueError(f"{_where(ann_results, key)}: query {key!r} returns {rid!r}, which is not an id "
+                                     "of vector_ids.json")
                 raw_ids[j, pos] = row_of[rid]
         ann_ids, violations = _clean_answers(raw_ids, qs, kmax)
         scored = _score(indexed, qs, truth, ann_ids, ks, metric, rtol)
@@ -629,59 +826,53 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         configured = getattr(settings, knob) if knob else None
         if knob == "nprobe":
             configured = min(configured, settings.resolved_nlist(n))
-        runs: dict[int | None, tuple[_Scored, np.ndarray, int]] = {}
+        runs: dict[int | None, tuple[_Scored, np.ndarray, int, int | None]] = {}
         for v in sorted(set(values) | {configured}, key=lambda x: (x is None, x or 0)):
             params = {knob: v} if knob else None
-            raw_ids, lat = _search_all(index, qs, kmax, params)
+            raw_ids, lat, ndis = _search_all(index, qs, kmax, params)
             ann_ids, violations = _clean_answers(raw_ids, qs, kmax)
-            runs[v] = (_score(indexed, qs, truth, ann_ids, ks, metric, rtol), lat, violations)
+            runs[v] = (_score(indexed, qs, truth, ann_ids, ks, metric, rtol), lat, violations, ndis)
         del index  # everything below works on the answers; free the index before the intervals' scratch memory
-        cells = [cell_of(runs[v][0], f"{knob}={v}", knob, v, memory) for v in values]
-        best, reason = _best(cells, kmax, target_recall) if cells else (
-            None, "no sweep ran (a flat index, or an empty sweep list): the configured setting is the only one")
+        cells = [cell_of(runs[v][0], f"{knob}={v}", knob, v, memory, runs[v][3]) for v in values]
         details["sweep"] = {"knob": knob, "values": list(values), "index": settings.options(),
                             "nlist": settings.resolved_nlist(n) if settings.kind == "ivf" else None,
                             "memory_bytes": memory, "cells": cells,
-                            "note": "one index is built; the sweep varies a search-time parameter only"}
-        if best is not None:
-            rk = best["unfiltered"][f"recall@{kmax}"]
-            mask = unfiltered & runs[best["value"]][0].valid
-            sc = runs[best["value"]][0]
-            boot = bootstrap_ratio(sc.hits[kmax][mask].astype(float), sc.den[kmax][mask].astype(float), seed=seed)
-            details["operating_point"] = {
-                "target": target_recall, "k": kmax, "knob": knob, "value": best["value"], "label": best["label"],
-                "recall": rk, "reason": reason,
-                "ci": {**(_ci(wilson(rk["numerator"], rk["denominator"])) or {}),
-                       "unit": "result slots (hits of min(k, n) per query, pooled over queries)"},
-                "bootstrap": _ci(boot)}
-        else:
-            details["operating_point"] = {"target": target_recall, "k": kmax, "knob": knob, "value": None,
-                                          "reason": reason}
+                            "note": "one index is built; the sweep varies a search-time parameter only; "
+                                    "distances_per_query: FAISS's count of distance computations (deterministic)"}
+        details["operating_point"] = _operating_point(cells, {v: r[0] for v, r in runs.items()}, qs, kmax,
+                                                      target_recall, seed)
+        details["frontier"] = _frontier(cells, kmax)
         scored = runs[configured][0]
         setting_label = f"{knob}={configured}" if knob else settings.kind
         timings = {"build_seconds": build_s, "build_threads": settings.build_threads,
-                   "search_threads": 1, "cells": [{"label": f"{knob}={v}", **_timing(runs[v][1])} for v in values],
-                   "configured": {"label": setting_label, **_timing(runs[configured][1])},
-                   "note": "wall clock, single-threaded per-query search; percentiles by nearest rank"}
-        timings["frontier"] = _frontier(cells, timings["cells"], kmax)
+                   "search_threads": 1,
+                   "cells": [{"label": f"{knob}={v}", "knob": knob, "value": v, **_timing(runs[v][1])}
+                             for v in values],
+                   "configured": {"label": setting_label, "knob": knob, "value": configured,
+                                  **_timing(runs[configured][1])},
+                   "note": "wall clock, single-threaded per-query search; percentiles by nearest rank; cells[i] "
+                           "times details.sweep.cells[i] (same label)"}
+        timings["frontier"] = _qps_frontier(cells, timings["cells"], kmax)
         details["source"] = {"kind": f"faiss {settings.kind}", "configured": setting_label,
                              "filter_violations": runs[configured][2]}
 
     rows = (_recall_rows(scored, qs, ks, seed, setting_label) if keys else []) + vec_rows
 
-    flag = metric == "cosine" and idx_norms["unit_share"] < 1.0
+    flag = metric == "cosine" and idx_norms["not_unit_nonzero"] > 0
     cos: dict[str, Any] = {"flag": bool(flag), "declared_metric": metric, "normalised": bool(normalised),
-                           "unit_share": idx_norms["unit_share"], "zero_vectors": idx_norms["zero"],
-                           "min_norm": idx_norms["min"],
+                           "unit_share": idx_norms["unit_share"], "not_unit_nonzero": idx_norms["not_unit_nonzero"],
+                           "zero_vectors": idx_norms["zero"], "min_norm": idx_norms["min"],
                            "max_norm": idx_norms["max"],
                            "note": ("FAISS has no cosine: inner product on vectors that are not unit norm ranks by "
-                                    "length as much as by angle (FAISS #812, #1119)")}
+                                    "length as much as by angle (FAISS #812, #1119); zero vectors are counted "
+                                    "apart and do not raise the flag")}
     if flag and sample.size:
-        unit = l2_normalise(raw)
+        unit = l2_normalise(indexed)  # not normalised here (the flag needs normalised=False): indexed is as given
         sq = _Queries(unit[sample], [chunk_ids[r] for r in sample], [chunk_classes[r] for r in sample], sample,
                       [None] * sample.size, np.full(sample.size, n - 1))
         ip_truth = truth.ids[:sample.size]  # self queries come first, searched on the indexed vectors
         cos_truth = _exact(unit, sq, kmax, "cosine").ids
+        del unit
         hits = ann.intersection_hits(ip_truth, cos_truth, kmax)
         den = ann.denominators(kmax, n - 1, sample.size)
         if den.sum():
@@ -693,7 +884,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     details.update(vec_detail)
     details["settings"] = {"index": settings.options(), "declared_metric": metric, "normalised": bool(normalised),
                            "k_list": list(ks), "target_recall": target_recall, "n_sample_queries": n_sample_queries,
-                           "seed": seed, "tie_rtol": rtol,
+                           "seed": seed, "tie_rtol": rtol, "ip_dominated_rtol": ann.DOMINATION_RTOL,
+                           "operating_point_interval": OP_INTERVAL,
                            "ground_truth": "exact brute force (faiss.knn) with the index's own metric, batches of "
                                            "queries", "self_exclusion": SELF_RULE, "definitions": _SOURCES}
     per_class = [{"class": c, "queries": int((class_arr == c).sum()),
@@ -702,26 +894,21 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                           "questions": int((srows < 0).sum()), "filtered": int(filtered.sum()),
                           "no_candidates": [k for k, c in zip(keys, ncand) if c == 0][:MAX_LISTED],
                           "unanswered": unanswered[:MAX_LISTED], "unanswered_total": len(unanswered),
+                          "unanswered_state": "no_prediction (left out of every recall denominator)",
                           "sample_seed": seed, "per_class": per_class, "self_exclusion": SELF_RULE}
+    details["overview"] = _overview(details, kmax)
     if timings:
         details["timings"] = timings
     return CorpusResult(corpus_scores=rows, details=details)
 
 
-def _frontier(cells: list[dict[str, Any]], times: list[dict[str, Any]], kmax: int) -> list[dict[str, Any]]:
-    """Settings not dominated in (recall@kmax on unfiltered queries, qps): no other setting is at least as good in
-    both and better in one."""
-    pts = []
-    for c, t in zip(cells, times):
-        r = c["unfiltered"][f"recall@{kmax}"]["value"]
-        if r is not None and t.get("qps") is not None:
-            pts.append((c["label"], r, t["qps"]))
-    front = [p for p in pts if not any((o[1] >= p[1] and o[2] >= p[2]) and (o[1] > p[1] or o[2] > p[2])
-                                       for o in pts)]
-    return [{"label": lbl, f"recall@{kmax}": r, "qps": q} for lbl, r, q in front]
-
-
 # --- the runner's entry point ----------------------------------------------------------------------------------------
+
+def has_user_vectors(folder: str | Path | None) -> bool:
+    """True when ``folder`` (a precomputed pipeline's outputs) holds a user's ``vectors.npy``: the index audit then
+    reads those vectors and the run's own chunk vectors are not needed for it."""
+    return folder is not None and (Path(folder) / "vectors.npy").is_file()
+
 
 class IndexAuditor(PipelineAuditor):
     """Audits one pipeline's ANN index against exact search (see the module docstring).
@@ -730,13 +917,18 @@ class IndexAuditor(PipelineAuditor):
         k_list: cut-offs (default 1, 5, 10).
         ef_search_sweep: efSearch values for HNSW (default 16, 32, 64, 128, 256).
         nprobe_sweep: nprobe values for IVF (default 1, 2, 4, ... nlist).
-        target_recall: operating point target (default 0.95).
+        target_recall: operating point target for the mean per-query recall@k (default 0.95).
         n_sample_queries: sampled chunk queries (default 200).
         use_user_results: audit ``DIR/<pipeline>/vectors.npy`` and ``ann_results.jsonl`` when present (default on).
         seed: the run's seed by default.
 
     The pipeline's index stage gives the index: its implementation (``hnsw``, ``ivf``, ``flat``) and options
     (`IndexSettings` fields, plus ``normalise``: default True, the pipeline L2-normalises before indexing).
+
+    Not a default stage without questions: like chunking and retrieval, ``index`` runs by default only when the
+    corpus has questions or the run configures pipelines, because it needs every chunk embedded (the costliest step
+    of a run). ``ingestaudit run CORPUS --stage index`` runs it on any corpus (the label-free corpus monitor: sampled
+    chunk queries only); with a user's ``vectors.npy`` nothing is embedded but the questions.
     """
 
     stage = "index"
@@ -760,11 +952,17 @@ class IndexAuditor(PipelineAuditor):
         return {"k_list": list(self.k_list), "ef_search_sweep": list(self.ef_search_sweep),
                 "nprobe_sweep": None if self.nprobe_sweep is None else list(self.nprobe_sweep),
                 "target_recall": self.target_recall, "n_sample_queries": self.n_sample_queries,
-                "use_user_results": self.use_user_results, "seed": self.seed, "tie_rtol": ann.DEFAULT_RTOL}
+                "use_user_results": self.use_user_results, "seed": self.seed, "tie_rtol": ann.DEFAULT_RTOL,
+                "ip_dominated_rtol": ann.DOMINATION_RTOL, "operating_point_interval": OP_INTERVAL}
 
     def metric_names(self) -> list[str]:
         """Every metric this auditor writes, for its k_list."""
         return [s.name for s in specs_for(self.k_list)]
+
+    def needs_chunk_vectors(self, pipeline: Any) -> bool:
+        """False when this pipeline's vectors come from the user (``vectors.npy`` in its outputs folder and
+        ``use_user_results`` on): the runner may then skip embedding its chunks for this stage."""
+        return not (self.use_user_results and has_user_vectors(getattr(pipeline, "folder", None)))
 
     def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
         """Audit one pipeline; never raises for bad stage output (``error`` rows with the message instead)."""
@@ -772,52 +970,89 @@ class IndexAuditor(PipelineAuditor):
             inputs = self._inputs(ctx)
             if isinstance(inputs, str):
                 return self._missing(State.NO_PREDICTION, inputs)
+            user = inputs.pop("_user", None)
             result = audit_vectors(**inputs)
         except Exception as exc:
             return self._missing(State.ERROR, f"{type(exc).__name__}: {exc}")
         details = dict(result.details)
+        if user is not None:
+            details["source"] = {**details.get("source", {}), **user}
+            if user["chunks_without_user_vector"]:
+                details["overview"]["warnings"].append(
+                    f"{user['chunks_without_user_vector']} chunk(s) of the run have no vector in "
+                    f"{user['vectors']} (the audit covers the {user['user_vectors']} vectors given)")
         timings = details.pop("timings", {})
         return PipelineResult(corpus_scores=result.corpus_scores, details=details, timings=timings)
 
     def _missing(self, state: State, reason: str) -> PipelineResult:
         rows = [(ALL, Score.missing(m, state, reason), 0) for m in self.metric_names()]
-        return PipelineResult(corpus_scores=rows, details={"state": {"state": state.value, "reason": reason}})
+        return PipelineResult(corpus_scores=rows, details={"state": {"state": state.value, "reason": reason},
+                                                           "overview": {"warnings": [f"{state.value}: {reason}"],
+                                                                        "lines": []}})
 
     def _inputs(self, ctx: PipelineContext) -> dict[str, Any] | str:
-        """audit_vectors keyword arguments for ``ctx``, or the reason there is nothing to audit."""
+        """audit_vectors keyword arguments for ``ctx``, or the reason there is nothing to audit.
+
+        Raises:
+            UserIndexError, IndexInputError: a user's file that cannot be audited (named), vectors of different
+                dimensions, or a dimension that differs from the embedder's.
+        """
         from ingestaudit.questions import filter_passes
 
         choice = ctx.pipeline.stage("index")
         opts = choice.kwargs()
         normalise = opts.pop("normalise", True)
         settings = IndexSettings.from_options(choice.use, {"seed": ctx.seed, **opts})
-        docs = [d for d in ctx.docs if d.state is State.OK and d.vectors is not None and len(d.texts)]
-        meta: dict[str, dict[str, Any]] = {}
+        docs = [d for d in ctx.docs if d.state is State.OK and len(d.texts)]
         doc_class = {d.doc_id: d.doc_class for d in ctx.docs}
-        ids: list[str] = []
-        parts = []
-        for d in docs:
+        meta: dict[str, dict[str, Any]] = {}
+        for d in docs:  # every chunk of the run, embedded or not: a user's vector ids are checked against them
             for i in range(len(d.texts)):
-                cid = f"{d.doc_id}#{i}"
-                ids.append(cid)
-                meta[cid] = d.metadata[i] if i < len(d.metadata) else {}
-            parts.append(np.asarray(d.vectors))
+                meta[f"{d.doc_id}#{i}"] = d.metadata[i] if i < len(d.metadata) else {}
+        dim_of = getattr(ctx.embed_questions, "dimension", None)
+        model_dim = int(dim_of()) if callable(dim_of) else None
         folder = ctx.pipeline.folder if self.use_user_results else None
         ann_results = None
-        source = "the chunk vectors"
-        if folder is not None and (Path(folder) / "vectors.npy").exists():
+        if has_user_vectors(folder):
             source = str(Path(folder) / "vectors.npy")
             vectors, ids = read_user_vectors(folder)
-            for cid in ids:
+            for pos, cid in enumerate(ids):
                 if cid not in meta:
-                    raise UserIndexError(f"{Path(folder) / 'vector_ids.json'}: id {cid!r} does not match a chunk of "
-                                         "the run (expected '<doc id>#<chunk index>')")
+                    raise UserIndexError(f"{Path(folder) / 'vector_ids.json'}: id {cid!r} (position {pos}) does not "
+                                         "match a chunk of the run (expected '<doc id>#<chunk index>' of a document "
+                                         f"with chunks; {len(meta)} chunks in the run)")
+            run_dims = {int(np.shape(d.vectors)[1]) for d in docs if d.vectors is not None and np.ndim(d.vectors) == 2}
+            want = model_dim if model_dim is not None else (run_dims.pop() if len(run_dims) == 1 else None)
+            if want is not None and vectors.shape[1] != want:
+                raise IndexInputError(f"{source}: dimension {vectors.shape[1]} does not match the pipeline "
+                                      f"embedder's dimension ({want})")
             if (Path(folder) / "ann_results.jsonl").exists():
                 ann_results = read_ann_results(Path(folder) / "ann_results.jsonl")
-        elif parts:
-            vectors = np.concatenate(parts)
+            user = {"vectors": source, "user_vectors": len(ids), "chunks_without_user_vector": len(meta) - len(ids),
+                    "chunks_embedded_by_the_run": sum(d.vectors is not None for d in docs) > 0}
         else:
-            return "no chunk vectors for this pipeline (no document has embedded chunks)"
+            source, user = "the chunk vectors", None
+            embedded = [d for d in docs if d.vectors is not None]
+            if not embedded:
+                return "no chunk vectors for this pipeline (no document has embedded chunks)"
+            ids, parts = [], []
+            first_dim = None
+            for d in embedded:
+                v = np.asarray(d.vectors)
+                if v.ndim != 2 or v.shape[0] != len(d.texts):
+                    raise IndexInputError(f"document {d.doc_id!r}: {np.shape(v)} vectors for {len(d.texts)} chunks")
+                if first_dim is None:
+                    first_dim = (d.doc_id, v.shape[1])
+                elif v.shape[1] != first_dim[1]:
+                    raise IndexInputError(f"document {d.doc_id!r}: vectors of dimension {v.shape[1]}, but "
+                                          f"{first_dim[0]!r} has {first_dim[1]}")
+                ids += [f"{d.doc_id}#{i}" for i in range(len(d.texts))]
+                parts.append(v)
+            vectors = np.concatenate(parts)  # a copy the audit owns (normalised in place when needed)
+            del parts
+            if model_dim is not None and vectors.shape[1] != model_dim:
+                raise IndexInputError(f"{source}: dimension {vectors.shape[1]} does not match the pipeline "
+                                      f"embedder's dimension ({model_dim})")
         classes = [doc_class.get(c.rsplit("#", 1)[0], c.split("/", 1)[0]) for c in ids]
         kw: dict[str, Any] = {}
         if ctx.questions and ctx.embed_questions is not None:
@@ -836,4 +1071,5 @@ class IndexAuditor(PipelineAuditor):
         return {"vectors": vectors, "chunk_ids": ids, "chunk_classes": classes, **kw,
                 "declared_metric": settings.metric, "normalised": bool(normalise), "settings": settings,
                 "k_list": self.k_list, "sweep": sweep, "target_recall": self.target_recall,
-                "n_sample_queries": self.n_sample_queries, "seed": self.seed, "ann_results": ann_results}
+                "n_sample_queries": self.n_sample_queries, "seed": self.seed, "ann_results": ann_results,
+                "normalise_in_place": True, "_user": user}

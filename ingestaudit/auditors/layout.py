@@ -28,19 +28,36 @@ numbering prefixes count, so "2.1 Methods" vs "Methods" has similarity 0.6364):
   matched one to one (same matching) to the parser's ``list_item`` blocks, in labelled order (the longest subsequence
   whose predicted order increases) / labelled items.
 
-Why each paragraph is located on its own instead of through the extraction alignment: a Levenshtein alignment is
-monotone, so a paragraph the parser moved is aligned as deleted (and re-inserted elsewhere), never as out of order;
-with it the order metric would always read 0 and the moved text would show up as lost.
+Why each paragraph is located on its own instead of through the extraction alignment (issue 12 says "through the
+extraction alignment"; this is a deliberate change): a Levenshtein alignment is monotone, so a paragraph the parser
+moved is aligned as deleted (and re-inserted elsewhere), never as out of order; with it the order metric would always
+read 0 and the moved text would show up as lost.
 
-States: no ``headings`` truth -> the heading rows are ``no_reference`` (never 0); no reference text -> the order
-rows; no ``lists`` -> list integrity. A parser that emits no layout block at all (``blocks`` empty: Tesseract's plain
-text, the reference parser, a precomputed text file) gives ``no_prediction`` heading and list rows, as does a ratio
-whose denominator is a number of predictions that is 0 (precision without predicted headings, similarity and level
-without a matched pair). Nothing raises out of `LayoutAuditor.audit`.
+**What the parser can do** (the rule behind ``no_prediction`` versus 0). Each parser declares, per document, where its
+headings come from in ``ParsedDocument.settings["heading_source"]`` and its list items in
+``settings["list_source"]`` (values in `HEADING_SOURCES` and `LIST_SOURCES`: ``outline``, ``font_heuristic``,
+``title_elements``, ``structure_tree``; ``marker_patterns``, ``list_elements``, ``structure_tree``; or ``none``). A
+parser that declares ``none`` cannot emit them (plain Tesseract OCR; PyMuPDF with ``headings = "none"``, or
+``"outline"`` on a document without an outline): its heading (list) rows are ``no_prediction`` with that reason, never
+a 0 that reads as "tried and missed". A parser that produced no text at all (PyMuPDF on an image-only PDF) gets
+``no_prediction`` for every row, headings, lists and order alike. A parser that can and finds nothing gets its
+honest 0 (recall and F1 0; precision ``no_prediction``: no predicted heading to be right). A parser that declares
+nothing (a third-party or precomputed output) is judged by its blocks: no block at all is ``no_prediction``, blocks
+without a heading a 0. ``heading_level`` and ``hierarchy`` are ``no_prediction`` when the parser gave no level for
+any of its headings (unstructured's ``fast`` PDF strategy): a level it never states cannot be wrong.
+
+**States**: no ``headings`` truth -> the heading rows are ``no_reference`` (never 0); no reference text -> the order
+rows; no ``lists`` -> list integrity. A ``headings`` (``lists``) key of the truth that fails validation (a level
+below 1, a missing text) gives ``error`` heading (list) rows carrying the validation message (file and field); the
+document's other labels are still audited (`ingestaudit.truth.TruthError.partial`), and the run reports the message
+once, as a ``truth`` failure. A ratio whose denominator is a number of predictions that is 0 is ``no_prediction``
+(precision without predicted headings, similarity and level without a matched pair). Nothing raises out of
+`LayoutAuditor.audit`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ingestaudit.auditors.base import Auditor
@@ -57,23 +74,31 @@ METRICS = (
                f"{_PROC}, pairs below the threshold (default 0.8) never matched", higher_is_better=True,
                ci="wilson", unit="headings"),
     MetricSpec("layout.heading_recall", "matched labelled headings / labelled headings (truth headings); matching "
-               "as layout.heading_precision", higher_is_better=True, ci="wilson", unit="headings"),
+               "as layout.heading_precision; every heading metric is no_prediction (not 0) for a parser that "
+               "declares heading_source = none (plain OCR) or produced no text, and 0 for one that tries and finds "
+               "none", higher_is_better=True, ci="wilson", unit="headings"),
     MetricSpec("layout.heading_f1", "2 matched / (labelled + predicted headings) = harmonic mean of heading "
                "precision and recall", higher_is_better=True, unit="headings"),
     MetricSpec("layout.heading_similarity", "mean over matched heading pairs of 1 - d(a,b)/max(|a|,|b|) "
-               f"(Levenshtein over code points) {_PROC}", higher_is_better=True, unit="pairs"),
+               "(Levenshtein over code points; the normalized Levenshtein similarity of ANLS, Biten et al. 2019, "
+               "without its 0.5 cut-off; rapidfuzz Levenshtein.normalized_similarity) "
+               f"{_PROC}: \"2.1 Methods\" vs \"Methods\" = 1 - 4/11 = 0.6364", higher_is_better=True, unit="pairs"),
     MetricSpec("layout.heading_exact", f"matched heading pairs whose texts are equal {_PROC} / labelled headings",
                higher_is_better=True, ci="wilson", unit="headings"),
     MetricSpec("layout.heading_level", "matched heading pairs with the same level / matched pairs (an unknown "
-               "predicted level counts as different)", higher_is_better=True, ci="wilson", unit="pairs"),
+               "predicted level counts as different; no_prediction when the parser gives no level to any heading)",
+               higher_is_better=True, ci="wilson", unit="pairs"),
     MetricSpec("layout.hierarchy", "labelled headings whose parent (nearest earlier heading of a strictly smaller "
-               "level) is matched to their predicted heading's parent / labelled headings with a parent",
+               "level) is matched to their predicted heading's parent / labelled headings with a parent "
+               "(no_prediction when the parser gives no level to any heading)",
                higher_is_better=True, ci="wilson", unit="headings"),
     MetricSpec("layout.order_discordance", "normalized Kendall tau distance between reference order and parsed-text "
                "order of the reference paragraphs located in the parsed text (each on its own, where it begins: "
                "exact substring after the processor, else its first 32 characters, else rapidfuzz "
-               "partial_ratio_alignment >= 90): discordant pairs (ties 1/2) / C(n,2); 0 = reference order, "
-               "1 = reversed", higher_is_better=False, unit="pairs"),
+               "partial_ratio_alignment >= 90; not through the extraction alignment, which is monotone and cannot "
+               "show a move): discordant pairs / C(n,2) (Kendall 1938), ties 1/2 (Fagin et al. 2004, p = 1/2); "
+               "0 = reference order, 1 = reversed; no_prediction without any parsed text", higher_is_better=False,
+               unit="pairs"),
     MetricSpec("layout.order_located", "reference paragraphs located in the parsed text / eligible reference "
                "paragraphs (long enough, not repeated): the paragraphs layout.order_discordance could not place",
                higher_is_better=True, ci="wilson", unit="paragraphs"),
@@ -91,6 +116,27 @@ MAX_LISTED = 20
 PARSER_HEADING_SETTINGS = "headings"
 """Key of `ParsedDocument.settings` under which a parser describes, per document, how it found its headings (source,
 thresholds, font statistics); copied into the heading rows' detail."""
+HEADING_SOURCE = "heading_source"
+"""Key of `ParsedDocument.settings` declaring, per document, where the parser's headings come from
+(`HEADING_SOURCES`)."""
+LIST_SOURCE = "list_source"
+"""Key of `ParsedDocument.settings` declaring, per document, where the parser's list items come from
+(`LIST_SOURCES`)."""
+HEADING_SOURCES = {
+    "outline": "the document's outline (bookmarks), e.g. PyMuPDF get_toc",
+    "font_heuristic": "font size and weight statistics of the text spans (pymupdf fontstats-v1)",
+    "title_elements": "a partitioner's Title / Section-header elements (unstructured)",
+    "structure_tree": "a tagged PDF's structure tree (H1-H6)",
+    "none": "the parser cannot emit headings: heading rows are no_prediction",
+}
+"""Declared heading sources of the built-in parsers; any other value counts as a parser that tries."""
+LIST_SOURCES = {
+    "marker_patterns": "bullet and numbering patterns at line starts (pymupdf)",
+    "list_elements": "a partitioner's ListItem elements (unstructured)",
+    "structure_tree": "a tagged PDF's LI elements",
+    "none": "the parser cannot emit list items: list rows are no_prediction",
+}
+"""Declared list-item sources of the built-in parsers; any other value counts as a parser that tries."""
 
 
 def _clip(text: str, n: int = 80) -> str:
@@ -145,11 +191,17 @@ class LayoutAuditor(Auditor):
                 "threshold": self.threshold, "paragraphs": self.paragraphs,
                 "min_paragraph_chars": self.min_paragraph_chars, "head_chars": self.head_chars,
                 "locate_similarity": self.locate_similarity, "kendall_ties": 0.5,
-                "max_order_chars": self.max_order_chars}
+                "max_order_chars": self.max_order_chars,
+                "capability": "parser settings heading_source / list_source: 'none', or no parsed text -> "
+                              "no_prediction; a parser that tries and finds none -> 0; undeclared -> no_prediction "
+                              "only without any block",
+                "no_levels": "no_prediction for heading_level and hierarchy when no predicted heading has a level"}
 
     def applies(self, truth: Truth) -> bool:
-        """True when the document has labelled headings, labelled lists or a reference text."""
-        return bool(truth.headings) or bool(getattr(truth, "lists", ())) or truth.text is not None
+        """True when the document has labelled headings, labelled lists or a reference text, or a ``headings`` or
+        ``lists`` label that failed validation (its rows carry the message)."""
+        return (bool(truth.headings) or bool(getattr(truth, "lists", ())) or truth.text is not None
+                or bool(_label_problems(truth, "headings")) or bool(_label_problems(truth, "lists")))
 
     def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
         """Ten rows: the seven heading metrics, the two order metrics and list integrity. Never raises."""
@@ -159,12 +211,17 @@ class LayoutAuditor(Auditor):
     # -- headings -----------------------------------------------------------------------------------------------
 
     def _heading_scores(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
+        bad = _label_problems(truth, "headings")
+        if bad:
+            return _label_error_rows(HEADING_METRICS, "headings", bad)
         if not truth.headings:
             return [Score.missing(m, State.NO_REFERENCE, "no headings truth for this document")
                     for m in HEADING_METRICS]
-        if not parsed.blocks:
-            return [Score.missing(m, State.NO_PREDICTION, f"the parser {parsed.parser or '?'} emits no layout "
-                                  "blocks (no headings to compare)") for m in HEADING_METRICS]
+        cannot = _cannot_emit(parsed, HEADING_SOURCE, "headings")
+        if cannot:
+            return [Score(m, None, None, None, State.NO_PREDICTION, "",
+                          {"reason": cannot, HEADING_SOURCE: _declared(parsed, HEADING_SOURCE)})
+                    for m in HEADING_METRICS]
         labelled = [lm.HeadingLabel(h.level, h.text) for h in truth.headings]
         predicted = [lm.HeadingLabel(b.level, " ".join(b.text.split())) for b in parsed.blocks
                      if b.kind == "heading" and b.text.strip()]
@@ -182,6 +239,7 @@ class LayoutAuditor(Auditor):
             "unmatched_predicted": [_clip(predicted[j].text) for j in range(len(predicted))
                                     if j not in matched_p][:MAX_LISTED],
         }
+        detail[HEADING_SOURCE] = _declared(parsed, HEADING_SOURCE)
         how = parsed.settings.get(PARSER_HEADING_SETTINGS) if isinstance(parsed.settings, dict) else None
         if how is not None:
             detail["parser_headings"] = how
@@ -192,6 +250,19 @@ class LayoutAuditor(Auditor):
             return Score.ratio(metric, num, den, detail={**detail, **(extra or {})})
 
         none_pred = f"the parser {parsed.parser or '?'} emitted no heading block"
+        level = ratio("layout.heading_level", c.same_level, c.matched, State.NO_PREDICTION,
+                      "no heading pair reached the threshold")
+        hierarchy = ratio("layout.hierarchy", c.kept_parent, c.with_parent, State.NO_REFERENCE,
+                          "no labelled heading has a parent (all at the top level)",
+                          {"with_parent": c.with_parent, "kept_parent": c.kept_parent})
+        if c.predicted and all(h.level is None for h in predicted):  # no level stated: none can be wrong
+            why = f"the parser {parsed.parser or '?'} gave no level for any of its {c.predicted} heading(s)"
+            if level.state is State.OK:
+                level = Score("layout.heading_level", None, None, None, State.NO_PREDICTION, "",
+                              {**detail, "reason": why})
+            if hierarchy.state is State.OK:
+                hierarchy = Score("layout.hierarchy", None, None, None, State.NO_PREDICTION, "",
+                                  {**detail, "with_parent": c.with_parent, "reason": why})
         return [
             ratio("layout.heading_precision", c.matched, c.predicted, State.NO_PREDICTION, none_pred),
             ratio("layout.heading_recall", c.matched, c.labelled, State.NO_REFERENCE, "no labelled heading"),
@@ -200,11 +271,8 @@ class LayoutAuditor(Auditor):
             ratio("layout.heading_similarity", c.similarity_sum, c.matched, State.NO_PREDICTION,
                   "no heading pair reached the threshold"),
             ratio("layout.heading_exact", c.exact, c.labelled, State.NO_REFERENCE, "no labelled heading"),
-            ratio("layout.heading_level", c.same_level, c.matched, State.NO_PREDICTION,
-                  "no heading pair reached the threshold"),
-            ratio("layout.hierarchy", c.kept_parent, c.with_parent, State.NO_REFERENCE,
-                  "no labelled heading has a parent (all at the top level)",
-                  {"with_parent": c.with_parent, "kept_parent": c.kept_parent}),
+            level,
+            hierarchy,
         ]
 
     # -- reading order ------------------------------------------------------------------------------------------
@@ -249,13 +317,52 @@ class LayoutAuditor(Auditor):
     def _list_scores(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
         metric = "layout.list_integrity"
         lists = [list(x) for x in getattr(truth, "lists", ()) if x]
+        bad = _label_problems(truth, "lists")
+        if bad:
+            return _label_error_rows((metric,), "lists", bad)
         if not lists:
             return [Score.missing(metric, State.NO_REFERENCE, "no lists truth for this document")]
-        if not parsed.blocks:
-            return [Score.missing(metric, State.NO_PREDICTION,
-                                  f"the parser {parsed.parser or '?'} emits no layout blocks")]
+        cannot = _cannot_emit(parsed, LIST_SOURCE, "list items")
+        if cannot:
+            return [Score(metric, None, None, None, State.NO_PREDICTION, "",
+                          {"reason": cannot, LIST_SOURCE: _declared(parsed, LIST_SOURCE)})]
         items = [" ".join(b.text.split()) for b in parsed.blocks if b.kind == "list_item" and b.text.strip()]
         c = lm.list_integrity(lists, items, self.threshold)
         return [Score.ratio(metric, c.intact, c.labelled, detail={
             "processor": lm.PROCESSOR_NAME, "threshold": self.threshold, "lists": len(lists),
-            "labelled_items": c.labelled, "predicted_items": len(items), "matched": c.matched, "in_order": c.intact})]
+            "labelled_items": c.labelled, "predicted_items": len(items), "matched": c.matched, "in_order": c.intact,
+            LIST_SOURCE: _declared(parsed, LIST_SOURCE)})]
+
+
+def _declared(parsed: ParsedDocument, key: str) -> str | None:
+    """The parser's declared ``settings[key]`` (`HEADING_SOURCE`, `LIST_SOURCE`) as a string, None when absent."""
+    value = parsed.settings.get(key) if isinstance(parsed.settings, dict) else None
+    return None if value is None else str(value)
+
+
+def _cannot_emit(parsed: ParsedDocument, key: str, what: str) -> str | None:
+    """Why the parser's output holds no ``what`` by design or holds nothing at all (the rows are then
+    ``no_prediction``), or None when it could have and its count is a result (module docstring)."""
+    name = parsed.parser or "?"
+    declared = _declared(parsed, key)
+    if declared == "none":
+        return f"the parser {name} does not emit {what} for this document ({key} = none)"
+    if not (parsed.text or "").strip() and not any(b.text.strip() for b in parsed.blocks):
+        return f"the parser {name} produced no text"
+    if declared is None and not parsed.blocks:
+        return f"the parser {name} emits no layout blocks and declares no {key}"
+    return None
+
+
+def _label_problems(truth: Truth, key: str) -> list[str]:
+    """The validation messages of the truth's ``key`` label (``headings``, ``lists``) that left it out."""
+    return [str(p) for p in getattr(truth, "problems", ()) if re.split(r"[.\[]", p.field, maxsplit=1)[0] == key]
+
+
+def _label_error_rows(metrics: tuple[str, ...], key: str, problems: list[str]) -> list[Score]:
+    """``error`` rows for a ``key`` label that failed validation, with its messages (``label_problems``: the run
+    reports them once, under the ``truth`` stage)."""
+    shown = problems[:MAX_LISTED]
+    reason = f"the {key} truth is invalid: " + "; ".join(shown) + ("; ..." if len(problems) > len(shown) else "")
+    return [Score(m, None, None, None, State.ERROR, "", {"reason": reason, "label_problems": shown})
+            for m in metrics]

@@ -54,4 +54,8 @@ def load_auditor(stage: str, options: dict[str, Any] | None = None) -> Auditor:
     try:
         return cls(**(options or {}))
     except TypeError as exc:
-        raise ValueError(f"stage {stage!r}: bad option in [auditor_options.{stage}] ({exc})") from exc
+        from ingestaudit.schema_keys import PAGES, option_names
+
+        valid = ", ".join(option_names(cls)) or "none"
+        raise ValueError(f"stage {stage!r}: bad option in [auditor_options.{stage}] ({exc}); valid options: {valid} "
+                         f"(see {PAGES['config']})") from exc

@@ -4,24 +4,20 @@ Per pipeline, the embedded chunks of every document go into an exact FAISS index
 vectors: cosine) and into the pipeline's approximate index (HNSW by default). Each question is embedded with the same
 model and searched in both, among the chunks its metadata ``filter`` lets through (a hard filter applied inside the
 search, as a vector store does). The ranking metrics score the approximate index's results (what the pipeline
-serves); the exact results tell ranking misses from ANN misses in the waterfall.
+serves); the exact results tell ranking misses from ANN misses in the waterfall. A user's own results
+(``retrieval.jsonl`` of a precomputed pipeline) or a user retriever (`ingestaudit.stages.retrievers`) replace the
+search; their ranking is scored as returned.
 
-Policies (printed in the report through `RetrievalAuditor.options` and stated in docs/metrics.md):
-
-* one evidence item counts once however many chunks hold it; ties keep the index's order;
-* a question the retriever returned nothing for scores 0 and stays in every denominator;
-* a question without evidence (``answerable: false``) is ``no_reference`` for ranking metrics and feeds
-  ``retrieval.abstention_auroc``;
-* a question one of whose evidence documents failed is an ``error`` row, never a miss (one whose document the
-  pipeline's parser does not read is ``skipped``);
-  a document the pipeline produced nothing for (``no_prediction``) lost its evidence in parsing;
-* recall keeps the original evidence as its denominator, filtered or not.
+Every convention that changes a number is a named entry of `CONVENTIONS`, printed in the report
+(``config.auditors.retrieval``) and in docs/metrics.md.
 
 Waterfall (DESIGN.md, "The loss waterfall"): each evidence item of an answerable question gets the first stage that
-lost it, at every k: ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text),
-``lost_in_cleaning``, ``split_by_chunking`` (no single chunk holds it), ``excluded_by_filter`` (every holding chunk
-fails the filter), ``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact
-does, the approximate index does not), ``retrieved``.
+lost it, at every k: ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text, or the
+pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single chunk holds
+it, including a document whose chunk set is empty), ``excluded_by_filter`` (every holding chunk fails the filter),
+``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact does, the approximate
+index does not), ``retrieved``. An item a retriever returned within k is ``retrieved`` even when its chunk fails the
+filter (a filter violation, counted by ``retrieval.filter_violation``), so the ``retrieved`` share is micro recall@k.
 """
 
 from __future__ import annotations
@@ -34,6 +30,7 @@ import numpy as np
 from ingestaudit.auditors.base import PipelineAuditor, PipelineContext, PipelineResult
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
+from ingestaudit.output_schemas import check_retrieval_keys
 
 OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter", "missed_by_ranking",
             "missed_by_ann", "retrieved")
@@ -41,39 +38,91 @@ OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "exclude
 
 DEFAULT_K = (1, 3, 5, 10)
 
+CONVENTIONS: dict[str, str] = {
+    "evidence_item": "an evidence item counts once however many chunks hold it (it is found at the first rank that "
+                     "holds it); a chunk holds a span when it covers at least min_span_coverage of its characters",
+    "multi_item_chunk": "a chunk holding several evidence items credits every item no earlier chunk held, at its "
+                        "rank, in recall@k, ap and ndcg@k alike (trec_eval with each evidence item a relevant "
+                        "document); nDCG discounts the j-th item found at rank max(r, j), never above its place in "
+                        "the ideal ranking, so it stays <= 1 and equals trec_eval's when every chunk holds at most "
+                        "one item: one chunk at rank 1 holding both items of a question gives recall 1, AP 1, nDCG 1",
+    "ndcg_gain": "linear (gain = the evidence grade, default 1, as trec_eval); discount log2(rank + 1); ideal DCG: "
+                 "every evidence item, best grade first, one per rank, cut at k",
+    "rr_ap_depth": "rr and ap read the top `depth` results (option; default the largest k) of the ranking, the "
+                   "same list the @k metrics read: trec_eval's recip_rank and map on a run cut at that depth (an "
+                   "item first held below it contributes 0 to ap, a first relevant chunk below it gives rr 0)",
+    "macro_means": "MRR = macro mean of retrieval.rr, MAP = macro mean of retrieval.ap, mean nDCG@k = macro mean of "
+                   "retrieval.ndcg@k; their rows carry value / 1 (DCG and ideal DCG, or the precision sum and item "
+                   "count, in the row's detail), so micro equals macro and the interval is a bootstrap of the mean",
+    "ties": "the retriever's order is kept as returned (FAISS's order for the dense retriever); equal scores are "
+            "never re-sorted",
+    "empty_result": "a question the retriever returned nothing for scores 0 on every metric and stays in every "
+                    "denominator",
+    "no_evidence": "a question without evidence (answerable: false) is no_reference for the ranking metrics and "
+                   "feeds abstention_auroc",
+    "invalid_question": "a question that fails validation (unknown document, span outside the reference text) is "
+                        "an error row in every pipeline, its message naming the file, line and field: never left "
+                        "out of the counts",
+    "failed_document": "a question one of whose evidence documents failed is an error row (skipped when the "
+                       "pipeline's parser does not read that format), never a miss",
+    "filter": "a hard filter applied inside the search; an item is excluded by the filter when chunks hold it and "
+              "the filter excludes every one of them (the waterfall's excluded_by_filter); an item no chunk holds "
+              "was lost upstream and is never counted as excluded; recall keeps the original evidence as its "
+              "denominator (no option rebuilds it after filtering)",
+    "filter_violation": "results a user's retriever returns against the question's filter are audited as returned "
+                        "(a holding chunk counts as retrieved) and counted by retrieval.filter_violation",
+    "abstention_score": "a question's confidence is its top-1 score as returned, negated for an L2 index (a "
+                        "distance: lower is closer); a question with no result is the least confident (-inf); "
+                        "ties count one half; error rows are left out and counted in the row's detail",
+    "intervals": "Wilson over questions for hit@k and filter_false_exclusion (one Bernoulli per question); for "
+                 "every other metric a seeded percentile bootstrap over questions, resampling each question's "
+                 "numerator and denominator together (evidence items and positions cluster within questions)",
+    "scored_results": "the pipeline's approximate index (what it serves); exact search only attributes waterfall "
+                      "misses; a user's retrieval.jsonl or retriever is scored as returned and its misses are "
+                      "missed_by_ranking",
+}
+"""Every convention of the retrieval metrics that changes a number: printed in the report and in docs/metrics.md."""
+
 
 def metric_specs(ks: tuple[int, ...]) -> tuple[MetricSpec, ...]:
     """The declarations of every retrieval metric for cutoffs ``ks`` (registered when an auditor is built)."""
     specs = [
-        MetricSpec("retrieval.rr", "reciprocal rank of the first chunk holding an evidence item (0 when none); its "
-                   "macro mean is MRR (Voorhees, TREC-8 QA, 1999)", True, unit="questions"),
-        MetricSpec("retrieval.ap", "average precision over all evidence items: sum of precision at each rank where a "
-                   "new item is found / evidence items (trec_eval's map); its macro mean is MAP", True,
-                   unit="evidence items"),
-        MetricSpec("retrieval.filter_false_exclusion", "questions whose filter excludes every chunk of every evidence "
-                   "document / questions with evidence and a filter", False, ci="wilson", unit="questions"),
-        MetricSpec("retrieval.filter_excluded_items", "evidence items whose document has no chunk passing the "
-                   "question's filter / evidence items of questions with a filter", False, ci="wilson",
-                   unit="evidence items"),
-        MetricSpec("retrieval.abstention_auroc", "probability that an answerable question's top-1 score exceeds an "
-                   "out-of-scope question's (ties count one half): can a score threshold tell them apart", True),
+        MetricSpec("retrieval.rr", "reciprocal rank of the first chunk holding an evidence item within the top "
+                   "`depth` results (0 when none; trec_eval's recip_rank on a run of that depth); its macro mean "
+                   "is MRR (Voorhees, TREC-8 QA, 1999)", True, unit="questions"),
+        MetricSpec("retrieval.ap", "average precision over all evidence items within the top `depth` results: sum "
+                   "of precision at each rank where a new item is found / evidence items (trec_eval's map on a run "
+                   "of that depth); its macro mean is MAP", True, unit="questions"),
+        MetricSpec("retrieval.filter_false_exclusion", "questions whose filter excludes every evidence item (each "
+                   "item held by chunks that all fail the filter: the waterfall's excluded_by_filter) / questions "
+                   "with evidence and a filter", False, ci="wilson", unit="questions"),
+        MetricSpec("retrieval.filter_excluded_items", "evidence items held by chunks that all fail the question's "
+                   "filter / evidence items of questions with a filter (an item no chunk holds is not excluded)",
+                   False, unit="evidence items"),
+        MetricSpec("retrieval.filter_violation", "returned results that fail the question's filter / returned "
+                   "results, questions with a filter (0 for the built-in search, which filters inside the index; "
+                   "a user's retrieval.jsonl or retriever can violate it)", False, unit="results"),
+        MetricSpec("retrieval.abstention_auroc", "probability that an answerable question's top-1 confidence "
+                   "exceeds an out-of-scope question's (ties count one half; confidence = score, negated for L2 "
+                   "distances; no result = least confident): can a score threshold tell them apart", True),
     ]
     for k in ks:
         specs += [
             MetricSpec(f"retrieval.hit@{k}", f"questions with a chunk holding evidence in the top {k} (success@{k})",
                        True, ci="wilson", unit="questions"),
             MetricSpec(f"retrieval.recall@{k}", f"evidence items held by a top-{k} chunk / evidence items (an item "
-                       "counts once)", True, ci="wilson", unit="evidence items"),
+                       "counts once)", True, unit="evidence items"),
             MetricSpec(f"retrieval.precision@{k}", f"top-{k} positions holding evidence / {k} (unfilled positions "
-                       "are misses)", True, ci="wilson", unit="positions"),
-            MetricSpec(f"retrieval.ndcg@{k}", f"DCG@{k} / ideal DCG@{k}: gain = evidence grade (linear, as "
-                       "trec_eval), discount log2(rank + 1), ideal over all evidence items", True, unit="gain"),
+                       "are misses)", True, unit="positions"),
+            MetricSpec(f"retrieval.ndcg@{k}", f"DCG@{k} / ideal DCG@{k} per question: gain = evidence grade "
+                       "(linear, as trec_eval), discount log2(rank + 1), ideal over all evidence items; a chunk "
+                       "holding several items credits each (see the conventions)", True, unit="questions"),
             MetricSpec(f"retrieval.span_recall@{k}", f"evidence-span characters covered by the union of the top-{k} "
-                       "chunks (reference coordinates) / evidence characters; overlaps count once, unlike Chroma's "
-                       "evaluator", True, unit="chars"),
+                       "chunks (reference coordinates) / evidence characters, both sides unions (Chroma's evaluator "
+                       "unions the numerator but sums overlapping reference spans in the denominator)", True,
+                       unit="chars"),
             MetricSpec(f"retrieval.outcome@{k}", f"share of evidence items per waterfall outcome at k = {k} (label: "
-                       "the outcome; the shares of one pipeline and class sum to 1)", False, ci="wilson",
-                       unit="evidence items"),
+                       "the outcome; the shares of one pipeline and class sum to 1)", False, unit="evidence items"),
         ]
     return tuple(specs)
 
@@ -87,32 +136,36 @@ class RetrievalAuditor(PipelineAuditor):
 
     Args:
         k: the cutoffs (ints >= 1); the waterfall shown in the headline uses the largest.
+        depth: results asked of the retriever and read by rr and ap (int >= the largest k); None = the largest k.
+            With the dense retriever the approximate index is searched once for ``depth`` results (FAISS HNSW then
+            explores ``max(ef_search, depth)`` candidates).
         seed: unused by the metrics (kept for the run's seed convention).
 
     Raises:
-        ValueError: an empty or non-positive ``k``.
+        ValueError: an empty or non-positive ``k``, or ``depth`` below the largest k.
     """
 
     stage = "retrieval"
     metrics = METRICS
+    conventions = CONVENTIONS
 
-    def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, seed: int = 0):
-        ks = tuple(sorted({int(x) for x in k}))
+    def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, depth: int | None = None, seed: int = 0):
+        try:
+            ks = tuple(sorted({int(x) for x in k}))
+        except (TypeError, ValueError):
+            raise ValueError(f"retrieval k must be a list of integers >= 1, got {k!r}") from None
         if not ks or ks[0] < 1:
             raise ValueError("retrieval k must be a non-empty list of integers >= 1")
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < ks[-1]):
+            raise ValueError(f"retrieval depth must be an integer >= the largest k ({ks[-1]}), got {depth!r}")
         self.k = ks
+        self.depth = depth if depth is not None else ks[-1]
         self.seed = seed
         self.metrics = metric_specs(ks)
         register(*self.metrics)
 
     def options(self) -> dict[str, Any]:
-        return {"k": list(self.k), "policies": {
-            "evidence_item": "counts once however many chunks hold it",
-            "ties": "the index's order is kept",
-            "empty_result": "scores 0 and stays in every denominator",
-            "no_evidence": "no_reference (out-of-scope questions feed abstention_auroc)",
-            "failed_document": "questions on a document that failed are error rows, not misses",
-            "scored_results": "the pipeline's approximate index; exact search only attributes waterfall misses"}}
+        return {"k": list(self.k), "depth": self.depth, "conventions": dict(CONVENTIONS)}
 
     def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
         return _Run(self, ctx).result()
@@ -124,7 +177,10 @@ class _Run:
     def __init__(self, auditor: RetrievalAuditor, ctx: PipelineContext):
         self.a, self.ctx = auditor, ctx
         self.ks = auditor.k
+        self.depth = auditor.depth
         self.docs = {d.doc_id: d for d in ctx.docs}
+        self.sign = 1.0  # confidence = sign * top-1 score (-1 for L2 distances)
+        self.questions_embedded = 0
         rows, vectors, meta = [], [], []
         for d in ctx.docs:
             if d.state is State.OK and d.vectors is not None:
@@ -139,125 +195,183 @@ class _Run:
 
     def result(self) -> PipelineResult:
         out = PipelineResult()
+        for qid, cls, message in getattr(self.ctx, "rejected_questions", ()) or ():  # listed under "questions"
+            self._all_missing(out, qid, cls, State.ERROR, message, detail={"failure_listed": True})
         qs = self.ctx.questions
         if not qs:
             return out
-        if not self.rows:
-            for q in qs:
-                self._all_missing(out, q, State.NO_PREDICTION, "the pipeline produced no chunk for any document")
-            return out
-        user = self._user_results()
-        if isinstance(user, str):  # a malformed retrieval.jsonl: every question is an error, with the file named
-            for q in qs:
-                self._all_missing(out, q, State.ERROR, user)
-            return out
         kmax = max(self.ks)
-        top1: dict[str, float] = {}
-        waterfall: dict[str, dict[str, int]] = {}
         allowed = [self._allowed(q) for q in qs]
         retriever = self.ctx.pipeline.stage("retriever")
-        if user is None and retriever.use != "dense":
-            ranks, latencies = self._plugin(retriever, qs, allowed, kmax)
-            out.timings = {"retriever": retriever.use}
-        elif user is None:
-            ranks, latencies, out.timings = self._search(qs, allowed, kmax)
-        else:
+        user = self._user_results()
+        qstats: dict[str, int] = {}
+        if isinstance(user, str):  # an unreadable retrieval.jsonl: every question is an error, the file named
+            out.failures.append(user)
+            ranks: list[tuple[Any, Any, float | None]] = [(user, user, None)] * len(qs)
+            latencies: list[float] = []
+            out.timings = {"source": "retrieval.jsonl (unreadable)"}
+        elif user is not None:
             ranks, latencies = user["ranks"], user["latency_ms"]
-            out.timings = {"source": user["path"]}
+            out.failures += user["problems"]
+            out.timings = {"source": user["path"], "index_build_s": None}
+        elif not self.rows:  # nothing to search: every question returns nothing and scores 0, never dropped
+            ranks, latencies = [([], [], None)] * len(qs), []
+            out.timings = {"source": "none: the pipeline produced no chunk for any document", "index_build_s": None}
+        else:
+            try:
+                if retriever.use != "dense":
+                    ranks, latencies, out.timings, qstats = self._plugin(retriever, qs, allowed, out)
+                else:
+                    ranks, latencies, out.timings, qstats = self._search(qs, allowed, kmax)
+            except Exception as exc:  # an index that cannot be built or searched: every question an error, once
+                msg = f"retriever {retriever.use!r}: {type(exc).__name__}: {exc}"
+                out.failures.append(msg)
+                ranks, latencies, out.timings = [(msg, msg, None)] * len(qs), [], {"retriever": retriever.use}
+        top1: dict[str, float] = {}
+        unscored = {"failed": 0, "no_score": 0}  # left out of abstention_auroc
+        waterfall: dict[str, dict[str, int]] = {}
         for qi, q in enumerate(qs):
             ann_rank, exact_rank, score = ranks[qi]
+            cls = self.ctx.question_classes[q.id]
             if isinstance(ann_rank, str):
-                self._all_missing(out, q, State.ERROR, ann_rank)
+                self._all_missing(out, q.id, cls, State.ERROR, ann_rank,
+                                  detail={"failure_listed": True} if ann_rank in out.failures else None)
+                unscored["failed"] += 1
                 continue
-            if score is not None:
-                top1[q.id] = score
+            if not ann_rank:
+                confidence: float | None = -np.inf  # nothing returned: the least confident answer possible
+            else:
+                confidence = None if score is None else self.sign * score
             if not q.answerable:
-                self._all_missing(out, q, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
-                                  detail={"top1_score": top1.get(q.id)})
+                self._note_confidence(top1, unscored, q.id, confidence)
+                self._all_missing(out, q.id, cls, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
+                                  detail={"top1_score": score})
                 continue
             failed = [(ev.doc, self.docs[ev.doc]) for ev in q.relevant
                       if ev.doc in self.docs and self.docs[ev.doc].state in (State.ERROR, State.SKIPPED)]
             if failed:  # an error stays an error (listed in failures); a format the parser does not read, skipped
                 doc, d = next(((x, y) for x, y in failed if y.state is State.ERROR), failed[0])
                 verb = "failed" if d.state is State.ERROR else "was skipped"
-                self._all_missing(out, q, d.state, f"evidence document {doc} {verb}: {d.reason}")
+                self._all_missing(out, q.id, cls, d.state, f"evidence document {doc} {verb}: {d.reason}")
+                unscored["failed"] += 1
                 continue
-            self._question(out, q, self.ctx.question_classes[q.id], ann_rank[:kmax], exact_rank[:kmax],
-                           allowed[qi], waterfall)
-        out.timings["query_latency_ms"] = {"p50": _nearest_rank(latencies, 50), "p95": _nearest_rank(latencies, 95),
-                                           "n": len(latencies), "method": "nearest rank"}
-        out.corpus_scores += self._auroc(top1)
+            self._note_confidence(top1, unscored, q.id, confidence)
+            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall)
+        out.timings["query_latency_ms"] = _latency_summary(latencies)
+        out.timings["embedding"] = self._embedding_cost(qstats)
+        out.corpus_scores += self._auroc(top1, unscored)
         out.details["waterfall"] = {"k": kmax, "outcomes": list(OUTCOMES),
                                     "by_class": {c: waterfall[c] for c in sorted(waterfall)}}
         return out
 
+    # ------------------------------------------------------------------------------------------- result sources
+
+    def _embed_questions(self, qs: list[Any]) -> tuple[np.ndarray, dict[str, int], float]:
+        """Question vectors with the pipeline's embedder, the embedder's counter increments and the wall time."""
+        stats = getattr(self.ctx.embed_questions, "stats", None)
+        before = stats() if stats is not None else {}
+        t0 = time.perf_counter()
+        qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
+        seconds = time.perf_counter() - t0
+        self.questions_embedded = len(qs)
+        after = stats() if stats is not None else {}
+        return qvec, {k: int(after.get(k, 0) - before.get(k, 0)) for k in after}, seconds
+
     def _search(self, qs: list[Any], allowed: list[np.ndarray | None], kmax: int
-                ) -> tuple[list[tuple[Any, list[int], float | None]], list[float], dict[str, Any]]:
-        """Per question: the approximate index's ranked chunk rows, the exact ranking and the top-1 score."""
+                ) -> tuple[list[tuple[Any, list[int], float | None]], list[float], dict[str, Any], dict[str, int]]:
+        """Per question: the approximate index's ranked chunk rows (``depth`` of them), the exact ranking (``kmax``)
+        and the approximate top-1 score; the latencies of the searched queries; timings; question embedding counts."""
         from ingestaudit.stages.index import IndexSettings, build_ann, build_exact, search, timed_search
 
         choice = self.ctx.pipeline.stage("index")
         opts = {k: v for k, v in choice.kwargs().items() if k != "normalise"}
         settings = IndexSettings.from_options(choice.use, {"seed": self.ctx.seed, **opts})
-        exact = build_exact(self.vectors, settings.metric)
-        ann, build_s, mem = build_ann(self.vectors, settings)
+        self.sign = 1.0 if settings.higher_is_closer else -1.0
+        import faiss  # noqa: F401  (imported before the clock starts: its import is no build time)
+
         t0 = time.perf_counter()
-        qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
-        embed_s = time.perf_counter() - t0
+        exact = build_exact(self.vectors, settings.metric)
+        exact_s = time.perf_counter() - t0
+        ann, build_s, mem = build_ann(self.vectors, settings)
+        qvec, qstats, embed_s = self._embed_questions(qs)
         ranks, latencies = [], []
         for qi in range(len(qs)):
             _, ex_ids = search(exact, qvec[qi:qi + 1], kmax, allowed=allowed[qi])
-            an_scores, an_ids, lat = timed_search(ann, qvec[qi:qi + 1], kmax, allowed=[allowed[qi]])
-            latencies += [float(x) for x in lat]
+            an_scores, an_ids, lat = timed_search(ann, qvec[qi:qi + 1], self.depth, allowed=[allowed[qi]])
+            latencies += [float(x) for x in lat]  # NaN: a filter that passes nothing (no search ran)
             ann_rank = [int(i) for i in an_ids[0] if i >= 0]
             ranks.append((ann_rank, [int(i) for i in ex_ids[0] if i >= 0],
                           float(an_scores[0][0]) if ann_rank else None))
-        timings = {"index_build_s": build_s, "index_memory_bytes": mem, "question_embedding_s": embed_s,
-                   "chunks_embedded": int(sum(len(d.texts) for d in self.ctx.docs if d.vectors is not None)),
-                   "tokens_embedded": int(sum(sum(d.tokens) for d in self.ctx.docs))}
-        return ranks, latencies, timings
+        timings = {"retriever": "dense", "metric": settings.metric,
+                   "index_build_s": {"exact": exact_s, "approximate": build_s}, "index_memory_bytes": mem,
+                   "question_embedding_s": embed_s}
+        return ranks, latencies, timings, qstats
 
-    def _plugin(self, choice: Any, qs: list[Any], allowed: list[np.ndarray | None], kmax: int
-                ) -> tuple[list[tuple[Any, Any, float | None]], list[float]]:
+    def _plugin(self, choice: Any, qs: list[Any], allowed: list[np.ndarray | None], out: PipelineResult
+                ) -> tuple[list[tuple[Any, Any, float | None]], list[float], dict[str, Any], dict[str, int]]:
         """Rankings from a user retriever (`ingestaudit.stages.retrievers`): its order is the pipeline's, for both
-        sides of the waterfall's exact/approximate split. A retriever that raises or returns unknown rows makes
-        that question an ``error`` with the message."""
+        sides of the waterfall's exact/approximate split. A retriever that fails to load or to index makes every
+        question an ``error`` with that message (one failure); one that raises or returns unknown rows in
+        ``search`` makes that question an ``error``."""
         from ingestaudit.stages.retrievers import ChunkView, load_retriever
 
-        retriever = load_retriever(choice.use, choice.kwargs())
-        views = [ChunkView(j, doc, self.docs[doc].texts[i], self.docs[doc].pages[i], self.docs[doc].sections[i],
-                           self.meta[j]) for j, (doc, i) in enumerate(self.rows)]
-        retriever.index(views, self.vectors)
-        qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
+        timings: dict[str, Any] = {"retriever": choice.use, "index_build_s": None}
+        step = "load"
+        try:
+            retriever = load_retriever(choice.use, choice.kwargs())
+            step = "index"
+            views = [ChunkView(j, doc, self.docs[doc].texts[i], self.docs[doc].pages[i],
+                               self.docs[doc].sections[i], self.meta[j]) for j, (doc, i) in enumerate(self.rows)]
+            t0 = time.perf_counter()
+            retriever.index(views, self.vectors)
+            timings["index_build_s"] = {"retriever": time.perf_counter() - t0}
+        except Exception as exc:  # every question of this pipeline becomes an error row, reported once
+            msg = f"retriever {choice.use!r} failed at {step}: {type(exc).__name__}: {exc}"
+            out.failures.append(msg)
+            return [(msg, msg, None)] * len(qs), [], timings, {}
+        qvec, qstats, timings["question_embedding_s"] = self._embed_questions(qs)
         ranks, latencies = [], []
         for qi, q in enumerate(qs):
             t0 = time.perf_counter()
             try:
-                found = list(retriever.search(q.question, qvec[qi], kmax, allowed[qi]))
+                found = list(retriever.search(q.question, qvec[qi], self.depth, allowed[qi]))
+                latencies.append((time.perf_counter() - t0) * 1000)
                 rows = [int(r) for r, _ in found]
                 bad = [r for r in rows if not 0 <= r < len(self.rows)]
                 if bad:
                     raise ValueError(f"unknown chunk row {bad[0]} ({len(self.rows)} chunks)")
+                score = float(found[0][1]) if found else None
+                if score is not None and not np.isfinite(score):
+                    raise ValueError(f"top-1 score {score!r} is not finite")
             except Exception as exc:  # one question's failure never stops the others
                 msg = f"retriever {choice.use!r}: {type(exc).__name__}: {exc}"
                 ranks.append((msg, msg, None))
                 continue
-            latencies.append((time.perf_counter() - t0) * 1000)
-            ranks.append((rows, rows, float(found[0][1]) if found else None))
-        return ranks, latencies
+            ranks.append((rows, rows, score))
+        return ranks, latencies, timings, qstats
 
     def _user_results(self) -> dict[str, Any] | str | None:
-        """A precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md): per question its ranked chunks, as rows of this
-        run's chunks; None when the pipeline has none, a message naming the file and line when it is malformed.
-        Its ranking is the retriever's: exact and approximate are not told apart (misses are ``missed_by_ranking``)."""
+        """A precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md): per question its ranked chunks (the first
+        ``depth``), as rows of this run's chunks, its top-1 score and latency. None when the pipeline has none; a
+        message naming the file when it cannot be read (every question is then an ``error``).
+
+        A line that is not a result record (invalid JSON, missing keys, wrong types) or names an unknown question is
+        a problem named with its line number (``problems``, each reported once); the valid lines are audited, and a
+        question that no valid line names is an ``error`` when some line is malformed (that line may have been its
+        own), else an empty result (scores 0). A result naming an unknown document or chunk, a non-finite score, or
+        a question given twice makes that question an ``error`` (message with file and line). Exact and approximate
+        are not told apart: the ranking is the retriever's, its misses are ``missed_by_ranking``."""
         import json
 
         folder = self.ctx.pipeline.folder
         if folder is None or not (folder / "retrieval.jsonl").is_file():
             return None
         path = folder / "retrieval.jsonl"
-        by_q: dict[str, tuple[Any, list[int], float | None]] = {}
+        by_q: dict[str, tuple[Any, Any, float | None]] = {}
+        first_line: dict[str, int] = {}
         latency: list[float] = []
+        problems: list[str] = []
+        malformed: list[str] = []
         known = {q.id for q in self.ctx.questions}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -268,27 +382,43 @@ class _Run:
                 continue
             try:
                 rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise TypeError(f"a line must be a JSON object, not {type(rec).__name__}")
+                check_retrieval_keys(rec)  # an unknown key names the valid ones and docs/outputs.md
                 qid, results = rec["question"], rec["results"]
                 if not isinstance(qid, str) or not isinstance(results, list):
                     raise TypeError("'question' must be a string and 'results' a list")
-            except (ValueError, KeyError, TypeError) as exc:
-                return f"{path}: line {n}: {exc}"
+            except (KeyError, ValueError, TypeError, RecursionError) as exc:
+                why = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+                malformed.append(f"{path}: line {n}: {why}")
+                continue
             if qid not in known:
-                return f"{path}: line {n}: unknown question {qid!r}"
+                problems.append(f"{path}: line {n}: unknown question {qid!r}")
+                continue
+            if qid in first_line:
+                msg = f"{path}: line {n}: question {qid!r} repeated (first on line {first_line[qid]})"
+                by_q[qid] = (msg, msg, None)
+                continue
+            first_line[qid] = n
             rows: list[int] = []
             problem = None
-            for j, r in enumerate(results):
+            for j, r in enumerate(results[:self.depth]):
                 row = self._user_row(r)
                 if isinstance(row, str):
                     problem = f"{path}: line {n}: results[{j}]: {row}"
                     break
                 rows.append(row)
             score = results[0].get("score") if results and isinstance(results[0], dict) else None
-            by_q[qid] = (problem or rows, problem or rows, float(score) if isinstance(score, (int, float)) else None)
-            if isinstance(rec.get("latency_ms"), (int, float)):
-                latency.append(float(rec["latency_ms"]))
-        ranks = [by_q.get(q.id, ([], [], None)) for q in self.ctx.questions]
-        return {"ranks": ranks, "latency_ms": latency, "path": str(path)}
+            score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+            if problem is None and score is not None and not np.isfinite(score):
+                problem = f"{path}: line {n}: results[0]: score {score!r} is not finite"
+            by_q[qid] = (problem or rows, problem or rows, score)
+            lat = rec.get("latency_ms")
+            if isinstance(lat, (int, float)) and not isinstance(lat, bool):
+                latency.append(float(lat))
+        missing: tuple[Any, Any, float | None] = (malformed[0], malformed[0], None) if malformed else ([], [], None)
+        ranks = [by_q.get(q.id, missing) for q in self.ctx.questions]
+        return {"ranks": ranks, "latency_ms": latency, "path": str(path), "problems": malformed + problems}
 
     def _user_row(self, r: Any) -> int | str:
         """The chunk row a user's result names (``{"doc", "chunk": index or {"start", "end"}}``), or why not."""
@@ -319,28 +449,41 @@ class _Run:
             return None
         return np.array([j for j, m in enumerate(self.meta) if filter_passes(q.filter, m)], dtype=np.int64)
 
+    # ------------------------------------------------------------------------------------------- one question
+
+    def _holding_rows(self, q: Any, i: int) -> list[int]:
+        """Index rows of the chunks that hold evidence item ``i`` of ``q`` (empty: no chunk holds it)."""
+        ev = q.relevant[i]
+        d = self.docs.get(ev.doc)
+        trace = d.evidence.get((q.id, i)) if d is not None else None
+        if trace is None:
+            return []
+        return [self.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.row_of]
+
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
                   allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]]) -> None:
         from ingestaudit.metrics.ranking import ranking_metrics, span_recall_at_k
 
         grades = {i: ev.grade for i, ev in enumerate(q.relevant)}
+        held = [self._holding_rows(q, i) for i in range(len(q.relevant))]
         holds: dict[int, set[int]] = {}  # chunk row -> evidence items it holds
-        traces = []
-        for i, ev in enumerate(q.relevant):
-            d = self.docs.get(ev.doc)
-            trace = d.evidence.get((q.id, i)) if d is not None else None
-            traces.append(trace)
-            if trace is not None and d.state is State.OK:
-                for c in trace.holding:
-                    if (ev.doc, c) in self.row_of:
-                        holds.setdefault(self.row_of[(ev.doc, c)], set()).add(i)
+        for i, rows in enumerate(held):
+            for j in rows:
+                holds.setdefault(j, set()).add(i)
         ranked = [holds.get(j, set()) for j in ann_rank]
         rates = ranking_metrics(ranked, grades, self.ks)
+        terms = {"ap": ("precision_sum", "evidence_items"), "ndcg": ("dcg", "ideal_dcg")}
         emit = [("rr", "retrieval.rr"), ("ap", "retrieval.ap")]
         emit += [(f"{m}@{k}", f"retrieval.{m}@{k}") for k in self.ks for m in ("hit", "recall", "precision", "ndcg")]
         for key, metric in emit:
             r = rates[key]
-            out.item_scores.append((q.id, "question", cls, Score.ratio(metric, r.numerator, r.denominator)))
+            base = key.split("@", 1)[0]
+            if base in terms:  # a per-question value / 1: its mean over questions is MAP, mean nDCG (rr is already)
+                num, den = terms[base]
+                score = Score.ratio(metric, r.value, 1, detail={num: r.numerator, den: r.denominator})
+            else:
+                score = Score.ratio(metric, r.numerator, r.denominator)
+            out.item_scores.append((q.id, "question", cls, score))
         spans = [(ev.doc, ev.start, ev.end) for ev in q.relevant if ev.kind == "span"]
         covered = [self._covered(q, j) for j in ann_rank]
         for k in self.ks:
@@ -351,44 +494,45 @@ class _Run:
             else:
                 out.item_scores.append((q.id, "question", cls, Score.missing(
                     f"retrieval.span_recall@{k}", State.NO_REFERENCE, "no span evidence")))
-        self._filters(out, q, cls)
+        allowed_set = None if allowed is None else set(allowed.tolist())
+        self._filters(out, q, cls, held, ann_rank, allowed_set)
         exact_pos = {j: p for p, j in enumerate(exact_rank)}
         ann_pos = {j: p for p, j in enumerate(ann_rank)}
-        allowed_set = None if allowed is None else set(allowed.tolist())
         for k in self.ks:
             counts = dict.fromkeys(OUTCOMES, 0)
             items = []
             for i, ev in enumerate(q.relevant):
-                outcome = self._outcome(q, i, traces[i], k, exact_pos, ann_pos, allowed_set)
+                outcome = self._outcome(q, i, held[i], k, exact_pos, ann_pos, allowed_set)
                 counts[outcome] += 1
                 items.append({"item": i, "doc": ev.doc, "kind": ev.kind, "outcome": outcome})
             for o in OUTCOMES:
                 out.item_scores.append((q.id, "question", cls, Score.ratio(
                     f"retrieval.outcome@{k}", counts[o], len(q.relevant), label=o,
-                    detail={"evidence": items} if o == "retrieved" else {})))
+                    detail={"evidence": items} if counts[o] else {})))
             if k == max(self.ks):
                 by = waterfall.setdefault(cls, dict.fromkeys(OUTCOMES, 0))
                 for o in OUTCOMES:
                     by[o] += counts[o]
 
-    def _outcome(self, q: Any, i: int, trace: Any, k: int, exact_pos: dict[int, int], ann_pos: dict[int, int],
-                 allowed: set[int] | None) -> str:
+    def _outcome(self, q: Any, i: int, rows: list[int], k: int, exact_pos: dict[int, int],
+                 ann_pos: dict[int, int], allowed: set[int] | None) -> str:
+        """The first stage that lost evidence item ``i`` at cutoff ``k`` (module docstring). A document whose chunk
+        set is empty (the cleaner removed its text, the chunker returned nothing) keeps its evidence trace, so the
+        loss goes to the stage that caused it, not to parsing."""
         thr = self.ctx.min_span_coverage
         ev = q.relevant[i]
         d = self.docs.get(ev.doc)
-        if trace is None or d is None or d.state is not State.OK or trace.parsed < thr:
+        trace = d.evidence.get((q.id, i)) if d is not None else None
+        if trace is None or trace.parsed < thr:  # no output for the document at all, or the text lost in parsing
             return "lost_in_parsing"
         if trace.cleaned < thr:
             return "lost_in_cleaning"
-        if not trace.holding:
+        if not rows:
             return "split_by_chunking"
-        rows = [self.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.row_of]
-        if allowed is not None:
-            rows = [j for j in rows if j in allowed]
-            if not rows:
-                return "excluded_by_filter"
-        if any(ann_pos.get(j, k) < k for j in rows):
+        if any(ann_pos.get(j, k) < k for j in rows):  # as returned, even against the filter (a violation)
             return "retrieved"
+        if allowed is not None and not any(j in allowed for j in rows):
+            return "excluded_by_filter"
         if any(exact_pos.get(j, k) < k for j in rows):
             return "missed_by_ann"
         return "missed_by_ranking"
@@ -405,29 +549,31 @@ class _Run:
                     out += [(doc_id, s, e) for s, e in trace.covered.get(c, [])]
         return out
 
-    def _filters(self, out: PipelineResult, q: Any, cls: str) -> None:
-        from ingestaudit.questions import filter_passes
-
-        names = ("retrieval.filter_false_exclusion", "retrieval.filter_excluded_items")
-        if not q.filter:
+    def _filters(self, out: PipelineResult, q: Any, cls: str, held: list[list[int]], ann_rank: list[int],
+                 allowed: set[int] | None) -> None:
+        """False exclusion (question level and per item; the waterfall's notion) and filter violations."""
+        names = ("retrieval.filter_false_exclusion", "retrieval.filter_excluded_items", "retrieval.filter_violation")
+        if allowed is None:
             for n in names:
                 out.item_scores.append((q.id, "question", cls, Score.missing(n, State.NO_REFERENCE, "no filter")))
             return
-        excluded = []
-        for i, ev in enumerate(q.relevant):
-            d = self.docs.get(ev.doc)
-            metas = d.metadata if d is not None and d.metadata else []
-            if not any(filter_passes(q.filter, m) for m in metas):
-                excluded.append(i)
-        detail = {"excluded_items": excluded, "filter": q.filter}
+        excluded = [i for i, rows in enumerate(held) if rows and not any(j in allowed for j in rows)]
+        unheld = [i for i, rows in enumerate(held) if not rows]
+        detail = {"excluded_items": excluded, "items_no_chunk_holds": unheld, "filter": q.filter}
         out.item_scores.append((q.id, "question", cls, Score.ratio(
             names[0], 1 if len(excluded) == len(q.relevant) else 0, 1, detail=detail)))
         out.item_scores.append((q.id, "question", cls, Score.ratio(names[1], len(excluded), len(q.relevant),
                                                                    detail=detail)))
+        violating = [p + 1 for p, j in enumerate(ann_rank) if j not in allowed]
+        if ann_rank:
+            out.item_scores.append((q.id, "question", cls, Score.ratio(
+                names[2], len(violating), len(ann_rank), detail={"ranks": violating} if violating else {})))
+        else:
+            out.item_scores.append((q.id, "question", cls, Score.missing(
+                names[2], State.NO_REFERENCE, "nothing returned")))
 
-    def _all_missing(self, out: PipelineResult, q: Any, state: State, reason: str,
+    def _all_missing(self, out: PipelineResult, qid: str, cls: str, state: State, reason: str,
                      detail: dict[str, Any] | None = None) -> None:
-        cls = self.ctx.question_classes[q.id]
         for spec in self.a.metrics:
             if spec.name == "retrieval.abstention_auroc":
                 continue
@@ -438,36 +584,80 @@ class _Run:
                 s = Score.missing(spec.name, state, reason, label=label)
                 if detail:
                     s = Score(s.metric, None, None, None, state, label, {**s.detail, **detail})
-                out.item_scores.append((q.id, "question", cls, s))
+                out.item_scores.append((qid, "question", cls, s))
 
-    def _auroc(self, top1: dict[str, float]) -> list[tuple[str, Score, int]]:
+    # ------------------------------------------------------------------------------------------- pipeline level
+
+    @staticmethod
+    def _note_confidence(top1: dict[str, float], unscored: dict[str, int], qid: str, conf: float | None) -> None:
+        if conf is None:
+            unscored["no_score"] += 1  # results without a score (a user's file may omit it)
+        else:
+            top1[qid] = conf
+
+    def _auroc(self, top1: dict[str, float], unscored: dict[str, int]) -> list[tuple[str, Score, int]]:
         qs = self.ctx.questions
         pos = [top1[q.id] for q in qs if q.answerable and q.id in top1]
         neg = [top1[q.id] for q in qs if not q.answerable and q.id in top1]
+        detail = {"answerable": len(pos), "out_of_scope": len(neg),
+                  "no_result": sum(1 for v in top1.values() if v == -np.inf), "left_out": dict(unscored),
+                  "confidence": "top-1 score" if self.sign > 0 else "minus the top-1 L2 distance"}
         if not pos or not neg:
-            return [("__all__", Score.missing("retrieval.abstention_auroc", State.NO_REFERENCE,
-                                              "needs answerable and out-of-scope questions with results"), 0)]
-        return [("__all__", Score("retrieval.abstention_auroc", auroc(pos, neg),
-                                  detail={"answerable": len(pos), "out_of_scope": len(neg)}), len(pos) + len(neg))]
+            s = Score.missing("retrieval.abstention_auroc", State.NO_REFERENCE,
+                              "needs answerable and out-of-scope questions")
+            return [("__all__", Score(s.metric, None, None, None, s.state, "", {**s.detail, **detail}), 0)]
+        return [("__all__", Score("retrieval.abstention_auroc", auroc(pos, neg), detail=detail),
+                 len(pos) + len(neg))]
+
+    def _embedding_cost(self, qstats: dict[str, int]) -> dict[str, Any]:
+        """What embedding cost this pipeline: chunk and question texts, and this run's model work (cache misses)."""
+        embedded = [d for d in self.ctx.docs if d.vectors is not None]
+        chunk_stats: dict[str, int] = {}
+        for d in embedded:
+            for key, v in (d.embed_stats or {}).items():
+                chunk_stats[key] = chunk_stats.get(key, 0) + int(v)
+        work = {key: chunk_stats.get(key, 0) + qstats.get(key, 0) for key in ("calls", "misses", "hits",
+                                                                               "tokens_embedded")}
+        return {"chunk_texts": int(sum(len(d.texts) for d in embedded)),
+                "chunk_word_pieces": int(sum(sum(d.tokens) for d in embedded)),
+                "question_texts": self.questions_embedded,
+                "model_calls": work["calls"], "texts_embedded": work["misses"], "cache_hits": work["hits"],
+                "tokens_embedded": work["tokens_embedded"],
+                "method": "model_calls, texts_embedded and tokens_embedded count this run's embedding-cache misses "
+                          "(word pieces the model read, cut to its window, special tokens excluded); "
+                          "chunk_word_pieces counts every chunk, uncut"}
 
 
 def auroc(positives: list[float], negatives: list[float]) -> float:
     """P(a positive scores above a negative) + 0.5 P(tie): the Mann-Whitney form of the area under the ROC curve
-    (Hanley & McNeil 1982), in [0, 1].
+    (Hanley & McNeil 1982), in [0, 1]. Scores may be ``-inf`` (ties with each other count one half).
+
+    Worked example: positives [0.9, 0.5], negatives [0.5, 0.1]: 3 wins and 1 tie of 4 pairs = 0.875.
 
     Raises:
-        ValueError: an empty side.
+        ValueError: an empty side, or a NaN score.
     """
     if not positives or not negatives:
         raise ValueError("auroc needs at least one positive and one negative")
     p = np.asarray(positives, dtype=np.float64)[:, None]
     n = np.asarray(negatives, dtype=np.float64)[None, :]
+    if np.isnan(p).any() or np.isnan(n).any():
+        raise ValueError("auroc scores must not be NaN")
     return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
 
 
 def _nearest_rank(values: list[float], pct: float) -> float | None:
-    """The nearest-rank percentile (the ceil(pct/100 * n)-th smallest value), None when empty."""
-    if not values:
+    """The nearest-rank percentile of the finite ``values`` (the ceil(pct/100 * n)-th smallest, n >= 1; Hyndman &
+    Fan's definition 1 without interpolation), None when none is finite. ``[5, 1, 4, 2, 3]``: p50 3, p95 5."""
+    ordered = sorted(v for v in values if np.isfinite(v))
+    if not ordered:
         return None
-    ordered = sorted(values)
     return ordered[max(0, int(np.ceil(pct / 100 * len(ordered))) - 1)]
+
+
+def _latency_summary(latencies: list[float]) -> dict[str, Any]:
+    """p50 / p95 (nearest rank, milliseconds) over the queries that were searched; a query whose filter let nothing
+    through was not searched (NaN from `timed_search`) and is counted apart, never a latency."""
+    finite = [float(v) for v in latencies if np.isfinite(v)]
+    return {"p50": _nearest_rank(finite, 50), "p95": _nearest_rank(finite, 95), "n": len(finite),
+            "not_searched": len(latencies) - len(finite), "method": "nearest rank"}

@@ -49,6 +49,7 @@ import math
 from typing import Any
 
 from ingestaudit.auditors.base import Auditor
+from ingestaudit.config import Limits
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.metrics.table_html import split_tables
@@ -64,6 +65,9 @@ A parser that leaves it out and returns no table is treated as ``False``."""
 TABLE_EXTRACTION_NOTE = "table_extraction_note"
 """Optional `ParsedDocument.settings` key: why the parser does not extract tables from this input (shown in the
 ``no_prediction`` reason)."""
+
+DEFAULT_MAX_TABLES: int = Limits.model_fields["tables"].default
+"""Default of ``max_tables``: the ``[limits] tables`` default (`ingestaudit.config.Limits`)."""
 
 LABEL_PREFIX = "table/"
 """Per-reference-table rows carry the label ``table/<k>``."""
@@ -112,6 +116,10 @@ class TablesAuditor(Auditor):
             `ingestaudit.metrics.teds.TedsOptions`, all off by default (= the published metric).
         max_nodes: largest table tree compared (nodes); a larger pair is ``skipped`` (default 2000).
         time_s: wall-clock seconds per table pair (> 0), None for no limit (default 30); over it -> ``skipped``.
+        max_tables: most reference or predicted tables of one document (the run's ``[limits] tables``, default
+            `DEFAULT_MAX_TABLES`): the pairing compares every reference table with every predicted one (|R| x |P|
+            TEDS and a matrix of that size), so a document over it has its tables rows ``skipped`` with the limit
+            and the counts named (no ``table/<k>`` rows when the reference side is over).
 
     Raises:
         ValueError: an option of the wrong type or out of range (the message names the option).
@@ -123,7 +131,7 @@ class TablesAuditor(Auditor):
     def __init__(self, detection_threshold: float = DETECTION_TEDS_THRESHOLD, th_as_td: bool = False,
                  strip_inline_tags: bool = False, unicode: str | None = None, collapse_whitespace: bool = False,
                  wrap_bare_rows: bool = False, max_nodes: int = TedsBudget.max_nodes,
-                 time_s: float | None = TedsBudget.time_s):
+                 time_s: float | None = TedsBudget.time_s, max_tables: int | None = None):
         if isinstance(detection_threshold, bool) or not isinstance(detection_threshold, (int, float)) \
                 or not 0.0 <= detection_threshold <= 1.0:
             raise ValueError(f"[auditor_options.tables] detection_threshold must be a number in [0, 1], not "
@@ -133,6 +141,10 @@ class TablesAuditor(Auditor):
         if time_s is not None and (isinstance(time_s, bool) or not isinstance(time_s, (int, float))
                                    or not math.isfinite(time_s) or time_s <= 0):
             raise ValueError(f"[auditor_options.tables] time_s must be a positive number of seconds, not {time_s!r}")
+        max_tables = DEFAULT_MAX_TABLES if max_tables is None else max_tables
+        if isinstance(max_tables, bool) or not isinstance(max_tables, int) or max_tables < 1:
+            raise ValueError(f"[auditor_options.tables] max_tables must be a positive integer, not {max_tables!r}")
+        self.max_tables = max_tables
         if unicode is not None and unicode not in ("NFC", "NFKC"):
             raise ValueError(f"[auditor_options.tables] unicode must be 'NFC' or 'NFKC' (or absent), not {unicode!r}")
         self.threshold = float(detection_threshold)
@@ -156,7 +168,8 @@ class TablesAuditor(Auditor):
             "collapse_whitespace": o.collapse_whitespace,
             "wrap_bare_rows": o.wrap_bare_rows,
             "detection_threshold": self.threshold,
-            "budget": {"max_nodes": self.budget.max_nodes, "time_s": self.budget.time_s},
+            "budget": {"max_nodes": self.budget.max_nodes, "time_s": self.budget.time_s,
+                       "max_tables": self.max_tables},
             "pairing": "Hungarian assignment maximising summed TEDS (scipy linear_sum_assignment)",
             "document_value": "sum of pair values / reference tables; an unmatched reference table counts 0",
             "no_tables_found": (f"0 when the parser declares settings[{TABLE_EXTRACTION!r}] = true, else "
@@ -177,6 +190,11 @@ class TablesAuditor(Auditor):
         blank = len(parsed.tables) - sum(1 for h in parsed.tables if isinstance(h, str) and h.strip())
         if not refs:  # applies() was False; the runner does not call audit then
             return [Score.missing(m, State.NO_REFERENCE, "no reference table") for m in _DOC + _DETECTION]
+        if len(refs) > self.max_tables or len(preds) > self.max_tables:  # |R| x |P| pairs: bounded before any work
+            over = [f"{n} {side} tables" for side, n in (("reference", len(refs)), ("predicted", len(preds)))
+                    if n > self.max_tables]
+            reason = f"{' and '.join(over)}, over limits.tables = {self.max_tables}: not compared"
+            return self._all_missing(refs if len(refs) <= self.max_tables else [], State.SKIPPED, reason)
         settings = parsed.settings if isinstance(parsed.settings, dict) else {}
         declared = settings.get(TABLE_EXTRACTION)
         if not preds and declared is not True:

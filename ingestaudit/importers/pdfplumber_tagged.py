@@ -22,7 +22,8 @@ Its text is read from the marked content the tree points at (pdfminer.six), so `
 the author's order, not a human transcription: it judges reading order and structure, and the ``tagged`` parser,
 which reads the same tree, scores (close to) perfectly by construction; it is the baseline the others are measured
 against. Keys with nothing to hold are left out (a document without headings has no ``headings`` key: its heading
-rows are ``no_reference``). An untagged PDF has no structure to import (listed as unsupported); figure alternate
+rows are ``no_reference``). An untagged PDF has no structure to import (listed as unsupported), nor has a PDF whose
+structure tree is broken or cyclic (listed with the cause; the other PDFs are imported); figure alternate
 texts (``/Alt``) are not page text (listed); content items the tree puts on pages the file does not hold (a page cut
 from a longer document keeps the whole tree) are counted in the notes.
 """
@@ -114,8 +115,9 @@ def import_pdfplumber_tagged(src: Path, dest: Path) -> ImportSummary:
         `ImportSummary`: ``imported`` counts headings, lists, list items, tables and reference texts.
 
     Raises:
-        SourceLayoutError: ``pdfs/`` missing, without PDFs, or without any tagged PDF; a PDF whose structure tree is
-            broken (named, with the cause).
+        SourceLayoutError: ``pdfs/`` missing, without PDFs, or without any readable tagged PDF. A PDF whose
+            structure tree is broken (cyclic, too deep, an element without a type) or that cannot be read is listed
+            as unsupported (``broken_structure_tree``, ``unreadable_pdf``, with the cause) and the others are imported.
         DestinationNotEmpty: ``dest`` exists and is not empty.
     """
     from ingestaudit.parsers import structtree as st
@@ -135,8 +137,14 @@ def import_pdfplumber_tagged(src: Path, dest: Path) -> ImportSummary:
             unsupported.append(Unsupported(pdf.stem, "untagged_pdf", "no /StructTreeRoot: no author structure to "
                                            "import", f"pdfs/{pdf.name}"))
             continue
-        except st.StructTreeError as exc:
-            raise SourceLayoutError(str(exc)) from None
+        except (st.StructTreeError, RecursionError) as exc:  # one broken tree: named, the others imported
+            why = str(exc) if isinstance(exc, st.StructTreeError) else f"{pdf}: structure tree too deep to read"
+            unsupported.append(Unsupported(pdf.stem, "broken_structure_tree", why, f"pdfs/{pdf.name}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - pikepdf or pdfminer cannot read this one file
+            unsupported.append(Unsupported(pdf.stem, "unreadable_pdf", f"{pdf}: {type(exc).__name__}: {exc}",
+                                           f"pdfs/{pdf.name}"))
+            continue
         TruthFile.model_validate(truth)  # what is written obeys the truth schema
         truths[pdf.stem] = truth
         if facts["foreign"]:
@@ -145,7 +153,8 @@ def import_pdfplumber_tagged(src: Path, dest: Path) -> ImportSummary:
             unsupported.append(Unsupported(pdf.stem, "figure_alt_text", "alternate text of a Figure is not page "
                                            "text; the truth schema has no key for it", f"pdfs/{pdf.name}"))
     if not truths:
-        raise SourceLayoutError(f"{pdf_dir}: no tagged PDF (none has a /StructTreeRoot)")
+        raise SourceLayoutError(f"{pdf_dir}: no readable tagged PDF ("
+                                + "; ".join(f"{u.source}: {u.kind}" for u in unsupported) + ")")
     notes = ["truth = each PDF's own structure tree (headings, lists, tables, reading order); 'text' is the PDF's "
              "text in tree order read by pdfminer.six, not a human transcription: the tagged parser reads the same "
              "tree and is the baseline, not a contestant",

@@ -13,10 +13,20 @@ Pure numpy, no I/O, no imports from the rest of the package. Conventions shared 
 - "higher is closer" is True for inner-product scores (cosine on L2-normalised vectors, raw inner product) and False
   for (squared) L2 distances.
 
-Definitions: intersection recall and 1-recall@R as in FAISS's benchmarks (``faiss/benchs``: "1-R@1" and the
-"intersection measure"), the distance-threshold recall of ann-benchmarks (Aumüller, Bernhardsson & Faithfull 2020,
-"ANN-Benchmarks", Information Systems 87: a result counts when its true distance is within ``(1 + eps)`` of the k-th
-true distance), and the percentile by nearest rank (NIST/Hyndman & Fan definition 1).
+Definitions and their sources (checked against faiss-cpu 1.15.1 and ann-benchmarks' ``plotting/metrics.py``):
+
+- intersection recall: FAISS's ``knn_intersection_measure`` (``faiss/contrib/evaluation.py``) is
+  ``Σ_q |I_ann[q] ∩ I_exact[q]| / (nq · k)`` with ``numpy.intersect1d`` (so a repeated id counts once, and a ``-1``
+  on both sides counts as a match). Here a query's denominator is ``min(k, n)`` and ``-1`` never matches; with no
+  padding (n > k everywhere) the two are equal (a test uses FAISS's function as the oracle);
+- 1-recall@R: FAISS's benchmarks (``faiss/benchs/bench_hnsw.py``, "1-R@1"): the share of queries whose exact
+  nearest neighbour is among the first R results;
+- tie-aware recall: the distance-threshold recall of ann-benchmarks (Aumüller, Bernhardsson & Faithfull 2020,
+  "ANN-Benchmarks", Information Systems 87). Its ``knn`` recall counts a returned point when its distance is
+  ``<= d_k + 1e-3`` (ADDITIVE: ``knn_threshold`` returns ``data[count - 1] + epsilon``); its separate ``epsilon``
+  recall uses ``d_k * (1 + 1e-3)``. Here the tolerance is RELATIVE, ``|d - d_k| <= 1e-5 · |d_k|`` on float64 scores
+  recomputed from the vectors (`DEFAULT_RTOL`): an absolute 1e-3 is large against cosine scores in [-1, 1];
+- the percentile by nearest rank (Hyndman & Fan 1996, definition 1).
 """
 
 from __future__ import annotations
@@ -27,6 +37,9 @@ import numpy as np
 
 DEFAULT_RTOL = 1e-5
 """Relative tolerance of tie-aware recall: a result ties the k-th exact score when within ``1e-5 * |k-th score|``."""
+DOMINATION_RTOL = 1e-5
+"""Relative tolerance of `ip_dominated_flags`: ``v`` is dominated when another ``u`` has ``<u, v> > (1 + 1e-5)·<v, v>``
+(the same 1e-5 as tie-aware recall), so float32 rounding of L2-normalised near-duplicates is not a domination."""
 UNIT_NORM_TOL = 1e-3
 """`norm_stats`: a vector counts as unit norm when ``| ||v|| - 1 | <= 1e-3``."""
 
@@ -91,7 +104,8 @@ def intersection_hits(ann_ids: np.ndarray, exact_ids: np.ndarray, k: int) -> np.
 
 def intersection_recall(ann_ids: np.ndarray, exact_ids: np.ndarray, k: int,
                         n: int | np.ndarray | Sequence[int]) -> np.ndarray:
-    """FAISS's intersection recall per query: ``|ANN top-k ∩ exact top-k| / min(k, n)``.
+    """Intersection recall per query: ``|ANN top-k ∩ exact top-k| / min(k, n)``; its mean over queries equals FAISS's
+    ``knn_intersection_measure`` (``faiss/contrib/evaluation.py``) when every query has more than ``k`` candidates.
 
     ``-1`` padding is dropped and an id repeated in the ANN list counts once (see the module docstring). Worked
     example: exact top-2 ``[a, b]``, ANN ``[a, c]`` -> 0.5; ANN ``[a, a]`` -> 0.5; three candidates, k = 5, exact
@@ -174,8 +188,9 @@ def tie_aware_hits(ann_ids: np.ndarray, ann_true: np.ndarray, kth_exact: np.ndar
     """Per query, the distinct valid ids of the ANN top-k whose TRUE score ties or beats the k-th exact score.
 
     With higher-is-closer scores an id counts when ``s >= kth - rtol * |kth|``; with distances when
-    ``s <= kth + rtol * |kth|`` (ann-benchmarks' threshold recall, with a relative tolerance instead of its
-    ``1 + 1e-3`` factor). A query whose ``kth_exact`` is NaN (no exact neighbour) has 0 hits.
+    ``s <= kth + rtol * |kth|``: ann-benchmarks' ``knn`` threshold recall (Aumüller et al. 2020), whose threshold is
+    additive (``kth + 1e-3``), with a relative tolerance instead (see the module docstring). A query whose
+    ``kth_exact`` is NaN (no exact neighbour) has 0 hits.
 
     Args:
         ann_ids: ``(q, >= k)`` ANN ids.
@@ -229,9 +244,10 @@ def tie_aware_recall(ann_ids: np.ndarray, ann_true: np.ndarray, kth_exact: np.nd
 
 
 def one_recall_at(ann_ids: np.ndarray, exact_nn: np.ndarray, r: int) -> np.ndarray:
-    """FAISS's 1-recall@R per query: 1.0 when the exact nearest neighbour's id is among the first ``r`` ANN ids,
-    else 0.0. The exact nearest neighbour is one id (exact search's first result); an ANN answer holding a different
-    id with the same score is a miss here (tie-aware recall credits it).
+    """1-recall@R per query (FAISS's benchmarks, ``faiss/benchs/bench_hnsw.py``: "1-R@1"): 1.0 when the exact nearest
+    neighbour's id is among the first ``r`` ANN ids, else 0.0. The exact nearest neighbour is one id (exact search's
+    first result); an ANN answer holding a different id with the same score is a miss here (tie-aware recall
+    credits it).
 
     Args:
         ann_ids: ``(q, >= r)`` ANN ids (``-1`` never matches).
@@ -334,8 +350,10 @@ def duplicate_vectors(vectors: np.ndarray, **kw) -> int:
 
 def norm_stats(vectors: np.ndarray, *, tol: float = UNIT_NORM_TOL, block: int = 4096) -> dict[str, float]:
     """L2-norm statistics: ``min``, ``median``, ``max``, ``unit_share`` (share of vectors with
-    ``| ||v|| - 1 | <= tol``, default 1e-3), ``zero`` (vectors of norm 0, which no normalisation makes unit) and ``n``.
-    Norms computed in float64, ``block`` rows at a time.
+    ``| ||v|| - 1 | <= tol``, default 1e-3), ``zero`` (vectors of norm 0, which no normalisation makes unit),
+    ``not_unit_nonzero`` (vectors of non-zero norm outside the tolerance: what a cosine claim must not have) and ``n``.
+    Norms computed in float64, ``block`` rows at a time. ``[[3, 4], [1, 0], [0, 0]]`` -> min 0, median 1, max 5,
+    unit_share 1/3, zero 1, not_unit_nonzero 1.
 
     Raises:
         ValueError: ``vectors`` is not 2-D or has no rows.
@@ -347,28 +365,37 @@ def norm_stats(vectors: np.ndarray, *, tol: float = UNIT_NORM_TOL, block: int = 
                             for s in range(0, x.shape[0], block)])
     return {"min": float(norms.min()), "median": float(np.median(norms)), "max": float(norms.max()),
             "unit_share": float((np.abs(norms - 1.0) <= tol).mean()), "unit_tol": tol, "zero": int((norms == 0).sum()),
-            "n": int(x.shape[0])}
+            "not_unit_nonzero": int(((np.abs(norms - 1.0) > tol) & (norms > 0)).sum()), "n": int(x.shape[0])}
 
 
 def ip_dominated_flags(vectors: np.ndarray, sample_ids: np.ndarray | Sequence[int], *,
-                       block: int = 65536) -> np.ndarray:
+                       rtol: float = DOMINATION_RTOL, block: int = 65536) -> np.ndarray:
     """For each sampled row v: True when some OTHER row u (a different index; an identical copy has an equal, not
-    larger, product) has ``<u, v> > <v, v>``. Such a v can never be its own best inner-product match, the reason
-    parts of an HNSW graph over inner product are unreachable (milvus #51821).
+    larger, product) has ``<u, v> > (1 + rtol)·<v, v>``. Such a v is never its own best inner-product match, the
+    reason parts of an HNSW graph over inner product are unreachable (milvus #51821).
 
-    Exact. A float32 BLAS pass (blocks of rows) bounds every product: a float32 dot product of length d is within
-    ``γ = (d + 2)·2^-23`` times ``|u|·|v|`` of the true value (Higham 2002, §3.1, with a factor 2 to spare), and
-    ``|u|`` is bounded by the block's largest norm.
-    Samples whose answer the bounds settle are decided there; for the others (copies, near-copies) a float64 pass
-    picks every row that may tie or beat ``<v, v>`` and each is decided by the sign of ``math.fsum`` of the products
-    ``u_i v_i`` and ``-v_i v_i`` (products of float32 values are exact in float64 and fsum rounds the exact sum
-    correctly, so the sign is exact).
+    ``rtol`` (default `DOMINATION_RTOL` = 1e-5, relative to ``<v, v> = ||v||²``) keeps float32 rounding out: on
+    L2-normalised vectors ``<v, v>`` is ``1 ± 1e-7`` and a near-duplicate u has ``<u, v>`` just below 1, so with
+    ``rtol = 0`` rounding alone makes about half of such pairs "dominated". ``rtol = 0`` is the strict comparison.
+
+    Exact up to that threshold. A float32 BLAS pass (blocks of rows) bounds every product: a float32 dot product of
+    length d is within ``γ = (d + 2)·2^-23`` times ``|u|·|v|`` of the true value (Higham 2002, §3.1, with a factor 2
+    to spare), and ``|u|`` is bounded by the block's largest norm. Samples whose answer the bounds settle are decided
+    there; for the others (copies, near-copies) a float64 pass picks every row that may reach the threshold and each
+    is decided with ``math.fsum`` of the products (products of float32 values are exact in float64 and fsum rounds
+    the exact sum correctly): by the exact sign of ``Σ u_i v_i - Σ v_i v_i`` when ``rtol = 0``, otherwise by
+    ``fsum(u·v) > (1 + rtol)·fsum(v·v)`` (one float64 rounding of the threshold).
+
+    Args:
+        vectors: ``(n, d)`` float vectors as indexed.
+        sample_ids: rows to decide, each in ``[0, n)``.
+        rtol: relative tolerance, >= 0.
 
     Returns:
         ``(len(sample_ids),)`` bool.
 
     Raises:
-        ValueError: ``vectors`` not 2-D, or a sample id outside ``[0, n)``.
+        ValueError: ``vectors`` not 2-D, a sample id outside ``[0, n)``, or ``rtol < 0``.
     """
     import math
 
@@ -376,6 +403,8 @@ def ip_dominated_flags(vectors: np.ndarray, sample_ids: np.ndarray | Sequence[in
     ids = np.asarray(sample_ids, dtype=np.int64).reshape(-1)
     if x.ndim != 2:
         raise ValueError(f"vectors must be 2-D, got shape {x.shape}")
+    if not rtol >= 0:
+        raise ValueError(f"rtol must be >= 0, got {rtol}")
     n, d = x.shape
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         raise ValueError(f"a sample id is outside [0, {n})")
@@ -384,6 +413,7 @@ def ip_dominated_flags(vectors: np.ndarray, sample_ids: np.ndarray | Sequence[in
     s32 = np.ascontiguousarray(x[ids], dtype=np.float32)
     s64 = s32.astype(np.float64)
     own = (s64 ** 2).sum(axis=1)
+    thr = own * (1 + rtol)  # the product another row must exceed
     snorm = np.sqrt(own)
     gamma = (d + 2) * 2.0 ** -23
     best = np.full(ids.size, -np.inf)  # max over other rows u of the float32 product
@@ -398,32 +428,38 @@ def ip_dominated_flags(vectors: np.ndarray, sample_ids: np.ndarray | Sequence[in
         umax = float(np.sqrt(np.einsum("ij,ij->i", blk, blk).max())) * 1.001
         slack = np.maximum(slack, gamma * umax * snorm)
     low, high = best - slack, best + slack
-    flags = low > own * (1 + 1e-12)  # own is a float64 sum: 1e-12 covers its rounding
-    unsure = np.flatnonzero(~flags & (high >= own * (1 - 1e-12)))
+    flags = low > thr * (1 + 1e-12)  # own is a float64 sum: 1e-12 covers its rounding
+    unsure = np.flatnonzero(~flags & (high >= thr * (1 - 1e-12)))
     if unsure.size:
         gamma64 = (d + 2) * 2.0 ** -52
         v64 = s64[unsure]
+        own_exact = [math.fsum((v * v).tolist()) for v in v64]
         settled = np.zeros(unsure.size, dtype=bool)
         for st in range(0, n, 2048):
             blk = x[st:st + 2048].astype(np.float64)
             prod = blk @ v64.T
             err = 2 * gamma64 * np.sqrt((blk ** 2).sum(axis=1))[:, None] * snorm[unsure][None, :]
-            cand = (prod + err >= own[unsure][None, :]) & ~settled[None, :]
+            cand = (prod + err >= thr[unsure][None, :]) & ~settled[None, :]
             cand &= ids[unsure][None, :] != np.arange(st, st + blk.shape[0])[:, None]
             for r, j in zip(*np.nonzero(cand)):
                 if settled[j]:
                     continue
-                terms = np.concatenate([blk[r] * v64[j], -(v64[j] * v64[j])])
-                if math.fsum(terms.tolist()) > 0:
+                if rtol == 0:
+                    terms = np.concatenate([blk[r] * v64[j], -(v64[j] * v64[j])])
+                    above = math.fsum(terms.tolist()) > 0
+                else:
+                    above = math.fsum((blk[r] * v64[j]).tolist()) > (1 + rtol) * own_exact[j]
+                if above:
                     settled[j] = True
         flags[unsure[settled]] = True
     return flags
 
 
 def ip_dominated(vectors: np.ndarray, sample_ids: np.ndarray | Sequence[int], **kw) -> float:
-    """Share of the sampled vectors for which another vector has a larger inner product with them than their own
-    (`ip_dominated_flags`). Base ``[[1, 0], [10, 10], [0.9, 0.1]]``, every row sampled -> 2/3 (rows 0 and 2 each
-    have a larger product with row 1 than with themselves).
+    """Share of the sampled vectors for which another vector has a larger inner product with them than their own,
+    beyond the relative tolerance ``rtol`` (`ip_dominated_flags`, default 1e-5). Base ``[[1, 0], [10, 10],
+    [0.9, 0.1]]``, every row sampled -> 2/3 (rows 0 and 2 each have a larger product with row 1 than with
+    themselves: 10 > 1 and 10 > 0.82).
 
     Raises:
         ValueError: an empty sample (the share is undefined), or as `ip_dominated_flags`.

@@ -44,9 +44,14 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
     return Interval(low, high, f"wilson({confidence:g})")
 
 
+BLOCK_VALUES = 1 << 21
+"""Resampled indices drawn at a time by `bootstrap_ratio` (16 MB of int64): memory does not grow with the items."""
+
+
 def bootstrap_ratio(numerators: Sequence[float], denominators: Sequence[float] | None, *, seed: int,
-                    n_resamples: int = 1000, confidence: float = 0.95) -> Interval | None:
-    """Percentile bootstrap interval over documents.
+                    n_resamples: int = 1000, confidence: float = 0.95, unit: str = "docs") -> Interval | None:
+    """Percentile bootstrap interval over documents (or whatever items ``unit`` names: ``"questions"`` for
+    retrieval rows; it is printed in the interval's method).
 
     Documents are resampled with replacement ``n_resamples`` times (``numpy.random.default_rng(seed)``). With
     ``denominators`` the statistic is the micro ratio ``Σ numerator / Σ denominator`` of the resample (numerator and
@@ -71,16 +76,23 @@ def bootstrap_ratio(numerators: Sequence[float], denominators: Sequence[float] |
     if len(num) < 2:
         return None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num), size=(n_resamples, len(num)))
-    if denominators is None:
-        stats = num[idx].mean(axis=1)
-        kind = "mean"
-    else:
-        den_sums = np.asarray(denominators, dtype=float)[idx].sum(axis=1)
-        if (den_sums == 0).any():
-            return None
-        stats = num[idx].sum(axis=1) / den_sums
-        kind = "micro"
+    den = None if denominators is None else np.asarray(denominators, dtype=float)
+    # resamples drawn in blocks of rows (the generator's stream is the same as one (n_resamples, n) draw, and each
+    # resample's sum is taken along its own row), so memory stays at about BLOCK_VALUES values whatever n is
+    block = max(1, BLOCK_VALUES // len(num))
+    parts = []
+    for lo in range(0, n_resamples, block):
+        idx = rng.integers(0, len(num), size=(min(block, n_resamples - lo), len(num)))
+        if den is None:
+            parts.append(num[idx].mean(axis=1))
+        else:
+            den_sums = den[idx].sum(axis=1)
+            if (den_sums == 0).any():
+                return None
+            parts.append(num[idx].sum(axis=1) / den_sums)
+    stats = np.concatenate(parts)
+    kind = "mean" if den is None else "micro"
     alpha = (1 - confidence) / 2
     low, high = np.quantile(stats, [alpha, 1 - alpha])
-    return Interval(float(low), float(high), f"bootstrap-percentile({kind},docs,n={n_resamples},seed={seed},{confidence:g})")
+    return Interval(float(low), float(high),
+                    f"bootstrap-percentile({kind},{unit},n={n_resamples},seed={seed},{confidence:g})")

@@ -16,7 +16,8 @@ Input shapes (shared by every function):
     The cutoff, an ``int >= 1``. Positions ``1..k`` are the top k; when fewer than ``k`` results were returned the
     missing positions are misses (they count in precision's denominator).
 
-Policies (stated in the report header and docs/metrics.md):
+Policies (the retrieval auditor prints them in every report, ``config.auditors.retrieval.conventions``, and in
+docs/metrics.md):
 
 * **One evidence item counts once** however many results hold it: it is *found* at the first rank that holds it.
 * A **relevant position** is a result that holds at least one evidence item (already found or not).
@@ -24,13 +25,16 @@ Policies (stated in the report header and docs/metrics.md):
 * A question **without evidence** (``grades`` empty) has no defined value: every function returns a `Rate` with
   ``value=None`` and ``state="no_reference"`` (:data:`NO_REFERENCE`), never 0 and never an exception, so the caller
   records the state instead of dropping or zero-filling the question.
-* Multi-item results (a chunk that holds several evidence items). recall, AP: each item is credited at the first
-  rank that holds it (two items in the rank-1 chunk both count at rank 1). nDCG: each position delivers the gain
-  of **at most one** item and each item is credited at most once; DCG is the maximum over such one-to-one
-  assignments of positions to the items they hold (``scipy.optimize.linear_sum_assignment``). This keeps
-  ``DCG <= ideal DCG`` (rearrangement inequality), hence nDCG in [0, 1], and when every result holds at most one
-  item (TREC data: one document, one judgement) it is exactly trec_eval's DCG. Example: ``ranked = [{a, b}]``,
-  both grade 1, k = 5: recall 1, AP 1, DCG 1 (one of the two is credited), ideal DCG ``1 + 1/log2(3)``, nDCG 0.613.
+* **A result holding several evidence items** (a chunk that holds two spans) credits every item it holds that no
+  earlier result held, at its rank, in every metric: recall counts each; AP adds precision@r once per such item
+  (precision counts relevant *positions*, so it stays <= 1); nDCG adds each item's gain. The one bound kept from
+  trec_eval, where every relevant document occupies a rank of its own: the ``j``-th item found (in rank order, a
+  result's items best grade first) is discounted at rank ``max(r, j)``, never above its place in the ideal ranking.
+  So ``DCG <= ideal DCG`` and nDCG stays in [0, 1], and when every result holds at most one item (TREC data: one
+  document, one judgement) ``r >= j`` always holds and the value is exactly trec_eval's. Worked example:
+  ``ranked = [{a, b}]``, both grade 1, k = 5: recall 1, AP (1 + 1) / 2 = 1, DCG = 1/log2(2) + 1/log2(3) = ideal
+  DCG, nDCG 1; at k = 1 only one item fits a rank-1 cut, DCG@1 = 1 = ideal DCG@1, nDCG@1 1 (recall@1 is 1).
+  ``ranked = [{}, {a, b}]``: recall 1, AP (1/2 + 1/2) / 2 = 0.5, DCG = 2/log2(3) (both at rank 2), nDCG 0.774.
 
 Every function returns an ``ingestaudit.metrics.rates.Rate`` holding its two terms so that micro averages
 (``sum numerators / sum denominators`` over questions) are possible; for hit@k and rr the denominator is 1, so the
@@ -41,6 +45,7 @@ and ``ndcg@k`` over questions (Manning, Raghavan & Schütze, *Introduction to In
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -90,8 +95,14 @@ class _Scan:
     found_cum: list[int]  # distinct items found among ranks 1..r
     ap_cum: list[float]  # sum over items first found at ranks <= r of precision at that rank
     first_relevant: int  # rank of the first relevant position, 0 if none within depth
-    multi: bool  # some position within depth holds >= 2 items
-    dcg_cum: list[float] | None  # cumulative DCG (each item at its first rank); None when `multi`
+    credit_rank: list[int]  # per item found, in order: the rank it is discounted at, max(r, j) (nondecreasing)
+    dcg_cum: list[float]  # dcg_cum[j] = DCG of the first j items found (index 0 = 0.0)
+
+    def dcg(self, k: int | None) -> float:
+        """DCG of the items credited at ranks <= ``k`` (every item found when ``k`` is None)."""
+        if k is None:
+            return self.dcg_cum[-1]
+        return self.dcg_cum[bisect_right(self.credit_rank, k)]
 
 
 def _scan(ranked: Ranked, grades: Mapping[Hashable, int], limit: int | None) -> _Scan:
@@ -99,13 +110,13 @@ def _scan(ranked: Ranked, grades: Mapping[Hashable, int], limit: int | None) -> 
     relevant_cum = [0] * (depth + 1)
     found_cum = [0] * (depth + 1)
     ap_cum = [0.0] * (depth + 1)
-    dcg_cum: list[float] | None = [0.0] * (depth + 1)
+    credit_rank: list[int] = []
+    dcg_cum = [0.0]
     found: set[Hashable] = set()
     first = 0
     rel = 0
     ap = 0.0
     dcg = 0.0
-    multi = False
     for i in range(depth):
         items = ranked[i]
         r = i + 1
@@ -116,40 +127,20 @@ def _scan(ranked: Ranked, grades: Mapping[Hashable, int], limit: int | None) -> 
             rel += 1
             if not first:
                 first = r
-            if len(items) > 1:
-                multi = True
-            new = [item for item in items if item not in found]
+            new = [item for item in dict.fromkeys(items) if item not in found]
             if new:
                 precision = rel / r
-                for item in new:
+                for item in sorted(new, key=lambda it: -grades[it]):  # a result's items best grade first
                     found.add(item)
                     ap += precision
-                if len(new) == 1:
-                    dcg += grades[new[0]] / _dcg_discount(r)
+                    v = max(r, len(found))  # the j-th item found is never discounted above rank j
+                    dcg += grades[item] / _dcg_discount(v)
+                    credit_rank.append(v)
+                    dcg_cum.append(dcg)
         relevant_cum[r] = rel
         found_cum[r] = len(found)
         ap_cum[r] = ap
-        dcg_cum[r] = dcg
-    return _Scan(depth, relevant_cum, found_cum, ap_cum, first, multi, None if multi else dcg_cum)
-
-
-def _matched_dcg(ranked: Ranked, grades: Mapping[Hashable, int], k: int) -> float:
-    """Maximum DCG over one-to-one assignments of the top-k positions to the items they hold."""
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
-
-    positions = [(i + 1, list(dict.fromkeys(items))) for i, items in enumerate(ranked[:k]) if items]
-    if not positions:
-        return 0.0
-    ids = list(dict.fromkeys(item for _, items in positions for item in items))
-    col = {item: j for j, item in enumerate(ids)}
-    weight = np.zeros((len(positions), len(ids)))
-    for row, (r, items) in enumerate(positions):
-        for item in items:
-            weight[row, col[item]] = grades[item] / _dcg_discount(r)
-    rows, cols = linear_sum_assignment(weight, maximize=True)
-    # Sum in rank order, as trec_eval accumulates, so single-item data gives the identical float.
-    return float(sum(weight[r, c] for r, c in sorted(zip(rows.tolist(), cols.tolist())) if weight[r, c] > 0))
+    return _Scan(depth, relevant_cum, found_cum, ap_cum, first, credit_rank, dcg_cum)
 
 
 def _ideal_dcg(grades: Mapping[Hashable, int], k: int | None) -> float:
@@ -233,10 +224,11 @@ def reciprocal_rank(ranked: Ranked, grades: Mapping[Hashable, int]) -> Rate:
 def ndcg_at_k(ranked: Ranked, grades: Mapping[Hashable, int], k: int | None) -> Rate:
     """nDCG@k: ``DCG@k / ideal DCG@k`` with linear gain (the grade) and discount ``log2(rank + 1)``.
 
-    ``DCG@k = sum over credited (position r <= k, item e) of grade(e) / log2(r + 1)``; crediting as in the module
-    docstring (each position at most one item, each item at most once, the best such assignment; with one item per
-    position simply each item at its first rank). Ideal DCG@k: all evidence items sorted by grade, best first, one
-    per rank, cut at ``k``. ``k=None``: no cut (the whole list; the ideal over all items; trec_eval ``ndcg``).
+    ``DCG@k = sum over the items e found, j-th in order, with max(r_e, j) <= k, of grade(e) / log2(max(r_e, j) + 1)``
+    where ``r_e`` is the first rank that holds ``e`` (module docstring: a result's items are credited best grade
+    first; with one item per result this is each item at its first rank, trec_eval's DCG). Ideal DCG@k: all evidence
+    items sorted by grade, best first, one per rank, cut at ``k``. ``k=None``: no cut (the whole list; the ideal over
+    all items; trec_eval ``ndcg``).
 
     Returns ``Rate(numerator=DCG, denominator=ideal DCG)`` (floats) in [0, 1]; ``no_reference`` without evidence.
     Raises as `hit_at_k`. Source: Järvelin & Kekäläinen, ACM TOIS 20(4):422-446 (2002); trec_eval 10
@@ -248,8 +240,7 @@ def ndcg_at_k(ranked: Ranked, grades: Mapping[Hashable, int], k: int | None) -> 
         return _no_reference(name)
     _check_grades(grades)
     s = _scan(ranked, grades, k)
-    dcg = _matched_dcg(ranked, grades, s.depth) if s.dcg_cum is None else s.dcg_cum[s.depth]
-    return _rate(dcg, _ideal_dcg(grades, k), name)
+    return _rate(s.dcg(k), _ideal_dcg(grades, k), name)
 
 
 def average_precision(ranked: Ranked, grades: Mapping[Hashable, int], k: int | None = None) -> Rate:
@@ -308,8 +299,7 @@ def ranking_metrics(ranked: Ranked, grades: Mapping[Hashable, int], ks: Iterable
     out: dict[str, Rate] = {}
     out["rr"] = _rate(1.0 / s.first_relevant if s.first_relevant else 0.0, 1, "rr")
     out["ap"] = _rate(s.ap_cum[s.depth], n_items, "ap")
-    full_dcg = _matched_dcg(ranked, grades, s.depth) if s.dcg_cum is None else s.dcg_cum[s.depth]
-    out["ndcg"] = _rate(full_dcg, _ideal_dcg(grades, None), "ndcg")
+    out["ndcg"] = _rate(s.dcg(None), _ideal_dcg(grades, None), "ndcg")
     rd = min(n_items, s.depth)
     out["r_precision"] = _rate(s.relevant_cum[rd], n_items, "r_precision")
     for k in ks:
@@ -318,13 +308,7 @@ def ranking_metrics(ranked: Ranked, grades: Mapping[Hashable, int], ks: Iterable
         out[f"hit@{k}"] = _rate(hit, 1, f"hit@{k}")
         out[f"recall@{k}"] = _rate(s.found_cum[d], n_items, f"recall@{k}")
         out[f"precision@{k}"] = _rate(s.relevant_cum[d], k, f"precision@{k}")
-        if s.dcg_cum is not None:
-            dcg = s.dcg_cum[d]
-        elif any(len(items) > 1 for items in ranked[:d]):
-            dcg = _matched_dcg(ranked, grades, d)
-        else:  # the multi-item positions lie below k: first-rank crediting is exact above them
-            dcg = _scan(ranked, grades, d).dcg_cum[d]  # type: ignore[index]
-        out[f"ndcg@{k}"] = _rate(dcg, _ideal_dcg(grades, k), f"ndcg@{k}")
+        out[f"ndcg@{k}"] = _rate(s.dcg(k), _ideal_dcg(grades, k), f"ndcg@{k}")
         out[f"ap@{k}"] = _rate(s.ap_cum[d], n_items, f"ap@{k}")
     return out
 
@@ -382,11 +366,18 @@ def span_recall_at_k(covered: Sequence[Iterable[Interval]], evidence: Iterable[I
         evidence: the question's evidence spans ``(doc, start, end)``.
         k: cutoff, ``int >= 1``.
 
-    Both sides are unions per document before counting, so a character covered by two overlapping results counts
-    once (unlike Chroma's evaluator, which sums per-chunk overlaps) and overlapping evidence spans count once.
-    Returns ``Rate(numerator=covered evidence characters (int), denominator=evidence characters (int))`` in
-    [0, 1]; with no evidence characters (no spans, or only empty ones) ``no_reference``. A question with no
-    results scores 0.
+    Both sides are unions per document before counting: a character covered by two overlapping results counts
+    once, and so does a character inside two overlapping evidence spans. Returns ``Rate(numerator=covered evidence
+    characters (int), denominator=evidence characters (int))`` in [0, 1]; with no evidence characters (no spans, or
+    only empty ones) ``no_reference``. A question with no results scores 0.
+
+    Against Chroma's evaluator (``BaseEvaluation._scores_from_dataset_and_retrievals`` in
+    brandonstarxel/chunking_evaluation): its recall numerator is the same union (``union_ranges`` of the
+    chunk-reference intersections, each character once); its recall denominator is the *sum* of the reference
+    ranges' lengths (two overlapping references count their overlap twice; here once, so on such questions this
+    value is higher); it counts Python ``str`` indices of the corpus (code points, as here) with each chunk located
+    by a fuzzy text search, where this takes the covered reference intervals from the offset maps. Its precision
+    and IoU denominators sum the retrieved chunks' lengths without a union; they are not computed here.
 
     Raises:
         ValueError: ``k`` not an int >= 1; an interval with non-int offsets or ``start > end`` or ``start < 0``.

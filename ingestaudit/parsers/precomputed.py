@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, model_validator
 
 from ingestaudit.document import Document
 from ingestaudit.jsonlimits import loads_limited
 from ingestaudit.model import BLOCK_KINDS, Block, ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError
+from ingestaudit.schema_keys import PAGES, unknown_key
 
 #: Output file endings, in order of precedence.
 OUTPUT_SUFFIXES = (".json", ".txt", ".md", ".page.xml", ".alto.xml", ".xml")
@@ -40,23 +41,31 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class OutputBlock(_Strict):
-    """A layout block as in `ingestaudit.model.Block`; ``order`` defaults to the block's position in the list."""
+_Coord = StrictInt | StrictFloat
+"""A coordinate: a JSON number, never a boolean."""
 
-    text: str
-    page: int = Field(default=1, ge=1)
-    bbox: tuple[float, float, float, float] | None = None
-    kind: Literal[BLOCK_KINDS] = "paragraph"  # type: ignore[valid-type]
-    level: int | None = Field(default=None, ge=1)
-    order: int | None = Field(default=None, ge=0)
+
+class OutputBlock(_Strict):
+    """A layout block as in `ingestaudit.model.Block`; ``order`` defaults to the block's position in the list. Integers
+    are JSON integers (``true`` or ``5.0`` are not a page), coordinates JSON numbers (not booleans)."""
+
+    text: str = Field(description="the block's text")
+    page: StrictInt = Field(default=1, ge=1, description="its page, 1-based")
+    bbox: tuple[_Coord, _Coord, _Coord, _Coord] | None = Field(
+        default=None, description="[x0, y0, x1, y1] in PDF points (1/72 inch) from the page's top-left corner")
+    kind: Literal[BLOCK_KINDS] = Field(default="paragraph", description="what the block is")  # type: ignore[valid-type]
+    level: StrictInt | None = Field(default=None, ge=1, description="heading level (1 = top) of a heading block")
+    order: StrictInt | None = Field(default=None, ge=0, description="0-based position in reading order over the "
+                                                                    "document (default: its place in the list)")
 
 
 class OutputSpan(_Strict):
-    """A PII span ``[start, end)`` in code points of the output's own ``text``."""
+    """A PII span ``[start, end)`` in code points of the output's own ``text`` (JSON integers: ``true`` or ``5.0`` are
+    not offsets)."""
 
-    start: int = Field(ge=0)
-    end: int = Field(ge=0)
-    type: str = Field(min_length=1)
+    start: StrictInt = Field(ge=0, description="first code point of the span in the output's text")
+    end: StrictInt = Field(ge=0, description="end of the span, exclusive (not before start, inside the text)")
+    type: str = Field(min_length=1, description="the entity type, in your detector's vocabulary")
 
     @model_validator(mode="after")
     def _ordered(self) -> "OutputSpan":
@@ -70,12 +79,14 @@ class OutputChunk(_Strict):
     ``clean_text`` when given, else its ``text``; end exclusive). Pointers are not checked here: the chunking audit
     verifies them (``chunking.attribution``) so a bad pointer is a measured failure, not a rejected file."""
 
-    text: str
-    start: int | None = Field(default=None, ge=0)
-    end: int | None = Field(default=None, ge=0)
-    page: int | None = Field(default=None, ge=1)
-    section: str | list[str] | None = None
-    metadata: dict[str, str | int | float | bool] = {}
+    text: str = Field(description="the chunk's text, as it is embedded")
+    start: StrictInt | None = Field(default=None, ge=0, description="offset of the chunk in the cleaned text")
+    end: StrictInt | None = Field(default=None, ge=0, description="end offset, exclusive (not before start)")
+    page: StrictInt | None = Field(default=None, ge=1, description="the page the chunk starts on, 1-based")
+    section: str | list[str] | None = Field(default=None, description="the section path: the headings above the "
+                                                                      "chunk, outermost first (or one heading)")
+    metadata: dict[str, str | int | float | bool] = Field(default={}, description="metadata a question's filter "
+                                                                                  "may test")
 
     @model_validator(mode="after")
     def _ordered(self) -> "OutputChunk":
@@ -91,18 +102,25 @@ class OutputFile(_Strict):
     `ParsedDocument.extras` as plain JSON values; ``pii`` spans and chunk offsets must lie inside ``text``.
     """
 
-    text: str | None = None
-    pages: list[str] = []
-    blocks: list[OutputBlock] = []
-    tables: list[str] = []
-    parser_version: str = ""
-    settings: dict[str, Any] = {}
-    warnings: list[str] = []
-    clean_text: str | None = None
-    language: str | None = None
-    pii: list[OutputSpan] | None = None
-    dup_cluster: str | int | None = None
-    chunks: list[OutputChunk] | None = None
+    text: str | None = Field(default=None, description="the parsed text (or give pages)")
+    pages: list[str] = Field(default=[], description="the text page by page")
+    blocks: list[OutputBlock] = Field(default=[], description="layout blocks, in reading order")
+    tables: list[str] = Field(default=[], description="one HTML table per table found; the key, even [], declares "
+                                                      "that the pipeline extracts tables (without it tables are not "
+                                                      "scored)")
+    parser_version: str = Field(default="", description="your parser's version, shown in the report")
+    settings: dict[str, Any] = Field(default={}, description="your pipeline's settings, shown in the report")
+    warnings: list[str] = Field(default=[], description="your parser's warnings for this document")
+    clean_text: str | None = Field(default=None, description="the cleaner's output (chunk offsets refer to it; "
+                                                             "the redacted text for scrubber = \"redacted\")")
+    language: str | None = Field(default=None, description="the detected language tag (null or \"\": abstained); "
+                                                           "audited instead of running the detector")
+    pii: list[OutputSpan] | None = Field(default=None, description="your PII detector's spans on text; audited "
+                                                                   "instead of running the scrubber")
+    dup_cluster: str | int | None = Field(default=None, description="your deduplicator's cluster id (compared as "
+                                                                    "a string; none: in no cluster)")
+    chunks: list[OutputChunk] | None = Field(default=None, description="your chunker's chunks; without them the "
+                                                                       "default chunker runs")
 
     @model_validator(mode="after")
     def _consistent(self) -> "OutputFile":
@@ -165,7 +183,8 @@ def read_output_json(path: Path) -> OutputFile:
     except ValidationError as exc:
         problems: dict[str, list[str]] = {}  # field -> messages (a union field fails once per member type)
         for err in exc.errors():
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+            msg = (unknown_key(OutputFile, err["loc"], PAGES["outputs"]) if err["type"] == "extra_forbidden"
+                   else err["msg"].removeprefix("Value error, "))
             problems.setdefault(_field_path(err["loc"]), []).append(msg)
         text = "; ".join(f"{field}: {' or '.join(msgs)}" if field else " or ".join(msgs)
                          for field, msgs in problems.items())
@@ -209,10 +228,11 @@ class PrecomputedParser(Parser):
         return {"outputs_folder": self.name, "suffixes": list(OUTPUT_SUFFIXES)}
 
     def candidates(self, document: Document) -> list[Path]:
-        """Existing output files for ``document``, in order of precedence."""
+        """Existing output files for ``document``, in order of precedence. A name the file system cannot hold (a
+        250-character document name plus ``.page.xml`` is over the usual 255 bytes: ``ENAMETOOLONG``) is no
+        output."""
         base = self.folder / document.doc_id
-        paths = (base.parent / (base.name + suffix) for suffix in OUTPUT_SUFFIXES)
-        return [p for p in paths if p.is_file()]
+        return [p for p in (base.parent / (base.name + suffix) for suffix in OUTPUT_SUFFIXES) if _is_file(p)]
 
     def parse(self, document: Document) -> ParsedDocument:
         """The output written for ``document``.
@@ -235,7 +255,8 @@ class PrecomputedParser(Parser):
             out = read_output_json(path)
             text = out.full_text
             extras = {k: _plain(getattr(out, k)) for k in EXTRAS if getattr(out, k) is not None}
-            blocks = tuple(Block(text=b.text, page=b.page, bbox=b.bbox, kind=b.kind, level=b.level,
+            blocks = tuple(Block(text=b.text, page=b.page, bbox=None if b.bbox is None else tuple(map(float, b.bbox)),
+                                 kind=b.kind, level=b.level,
                                  order=i if b.order is None else b.order) for i, b in enumerate(out.blocks))
             if out.settings:
                 settings["pipeline"] = out.settings
@@ -261,6 +282,13 @@ class PrecomputedParser(Parser):
                 raise ParserError(str(exc)) from None
         return ParsedDocument(text=text, pages=(text,), parser=self.name, parser_version="", settings=settings,
                               elapsed_s=time.perf_counter() - start, warnings=tuple(warnings))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # ENAMETOOLONG and the like: no file of that name can exist
+        return False
 
 
 def _format(path: Path) -> str:

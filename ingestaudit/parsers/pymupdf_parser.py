@@ -29,7 +29,7 @@ from ingestaudit.document import Document
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.parsers.base import Parser, ParserError, ParserUnavailable, UnsupportedFormat
 from ingestaudit.parsers.pymupdf_structure import (OUTLINE_MIN_SIMILARITY, FontStats, HeadingRules, Line,
-                                                   classify_lines, font_stats, line_of, match_outline)
+                                                   classify_lines, font_stats, line_of, list_rule, match_outline)
 
 #: Text-extraction flags this adapter accepts, by PyMuPDF constant name (canonical spelling).
 TEXT_FLAGS = (
@@ -248,7 +248,9 @@ class PyMuPDFParser(Parser):
         """``flags`` (sorted canonical names actually used), ``flags_source`` (``"pymupdf default TEXTFLAGS_TEXT"``,
         ``"default with changes"`` or ``"configured"``), ``sort``, ``page_separator``, ``mupdf`` (MuPDF's version),
         ``tables`` (False, or the table finder's settings and HTML conventions), ``structure`` (heading source,
-        the ``fontstats-v1`` thresholds, the outline match threshold, list items on or off)."""
+        the ``fontstats-v1`` thresholds, the outline match threshold, the list-item patterns or False),
+        ``heading_source`` and ``list_source`` (what the layout auditor reads; per document, `parse` replaces the
+        heading source by the one used: ``"outline"``, ``"font_heuristic"`` or ``"none"``)."""
         out: dict[str, Any] = {"sort": self.sort, "page_separator": PAGE_SEPARATOR,
                                "tables": self.table_finder.describe() if self.tables else False,
                                "structure": {
@@ -257,8 +259,11 @@ class PyMuPDFParser(Parser):
                                    if self.headings == "auto" else self.headings,
                                    "font_rule": self.heading_rules.describe(),
                                    "outline_min_similarity": OUTLINE_MIN_SIMILARITY,
-                                   "list_items": "bullet or numbering pattern at line start" if self.lists else False,
-                               }}
+                                   "list_items": list_rule() if self.lists else False,
+                               },
+                               "heading_source": {"auto": "outline, else font_heuristic", "outline": "outline",
+                                                  "fonts": "font_heuristic", "none": "none"}[self.headings],
+                               "list_source": "marker_patterns" if self.lists else "none"}
         if self._exact is not None:
             out["flags_source"] = "configured"
         elif self._add or self._remove:
@@ -323,6 +328,8 @@ class PyMuPDFParser(Parser):
         warnings += [f"mupdf: {w}" for w in mupdf_warnings(pymupdf)]
         settings = self.settings()
         settings["headings"] = headings_info
+        settings["heading_source"] = {"outline (get_toc)": "outline", "font statistics": "font_heuristic"}.get(
+            headings_info["source"], "none")
         settings["table_extraction"] = self.tables and (tables_failed == 0 or bool(tables))
         if not self.tables:
             settings["table_extraction_note"] = "pymupdf parser option tables = false"

@@ -126,6 +126,15 @@ def line_of(raw: dict[str, Any]) -> Line:
     return Line("".join(texts), size, bold and chars > 0, chars, (float(x0), float(y0), float(x1), float(y1)))
 
 
+def list_rule() -> dict[str, Any]:
+    """The list-item patterns as recorded in the parser settings (`BULLETS`, the dash rule, `NUMBERED`), with the
+    rule's name ``markers-v1``: the exact characters and regular expressions that decide what a list item is."""
+    return {"rule": "markers-v1", "bullets": [f"U+{ord(ch):04X}" for ch in BULLETS], "bullet_pattern": _BULLET.pattern,
+            "numbered_pattern": NUMBERED.pattern,
+            "first_character": "letter, digit, opening quote or bracket after the marker",
+            "continuation": "following lines of the block up to the next list start or heading"}
+
+
 def is_list_start(text: str) -> bool:
     """True when ``text`` opens a list item (a bullet or a numbering pattern, see the module docstring).
 

@@ -68,6 +68,7 @@ class TaggedPDFParser(Parser):
             "list_items": "one per LI (nested L items follow as items of their own)",
             "tables": "Table/TR/TH/TD (THead/TBody/TFoot), RowSpan/ColSpan kept",
             "untagged_content": "not read",
+            "heading_source": "structure_tree", "list_source": "structure_tree",
         }
 
     def parse(self, document: Document) -> ParsedDocument:

@@ -50,6 +50,7 @@ def _pytesseract() -> Any:
 
 
 _RUNNING: dict[int, subprocess.Popen] = {}  # pid (= its process group) -> a Tesseract running now
+_STARTED_BY: dict[int, int] = {}  # pid -> the thread that started it (a Dask worker runs tasks in threads)
 _TEMP_DIRS: set[str] = set()  # temporary folders of the pages being OCRed now
 
 
@@ -77,6 +78,7 @@ def run_process(argv: Sequence[str], *, timeout: float | None = None) -> subproc
     proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     _RUNNING[proc.pid] = proc
+    _STARTED_BY[proc.pid] = threading.get_ident()
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -84,6 +86,7 @@ def run_process(argv: Sequence[str], *, timeout: float | None = None) -> subproc
         raise
     finally:
         _RUNNING.pop(proc.pid, None)
+        _STARTED_BY.pop(proc.pid, None)
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
@@ -96,6 +99,21 @@ def _end_running() -> None:
             pass
     for folder in list(_TEMP_DIRS):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def end_thread_children(thread_id: int) -> int:
+    """Kill the Tesseract groups that thread ``thread_id`` started (a task over its budget on a shared Dask worker,
+    whose thread cannot be stopped: its parse then fails at once and its ``with`` block removes its temporary
+    folder). Returns how many groups were killed."""
+    killed = 0
+    for pid, proc in list(_RUNNING.items()):
+        if _STARTED_BY.get(pid) == thread_id:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
 
 
 @contextmanager
@@ -192,7 +210,9 @@ class TesseractParser(Parser):
 
     def settings(self) -> dict[str, Any]:
         """``dpi``, ``lang``, ``psm`` (None = Tesseract's default 3), ``pdf_pages``, ``config`` (options passed),
-        ``renderer`` (PyMuPDF version used to rasterize PDF pages), ``page_separator``."""
+        ``renderer`` (PyMuPDF version used to rasterize PDF pages), ``page_separator``; ``heading_source`` and
+        ``list_source`` ``"none"``: plain OCR gives paragraph blocks only, so the layout auditor's heading and list
+        rows are ``no_prediction``, not 0."""
         try:
             import pymupdf
 
@@ -200,7 +220,8 @@ class TesseractParser(Parser):
         except ImportError:
             renderer = "pymupdf (not installed)"
         return {"dpi": self.dpi, "lang": self.lang, "psm": self.psm, "pdf_pages": self.pdf_pages,
-                "config": self.config(), "renderer": renderer, "page_separator": PAGE_SEPARATOR}
+                "config": self.config(), "renderer": renderer, "page_separator": PAGE_SEPARATOR,
+                "heading_source": "none", "list_source": "none"}
 
     def parse(self, document: Document) -> ParsedDocument:
         """OCR every page (or frame) of ``document``; see the class docstring.
@@ -230,7 +251,7 @@ class TesseractParser(Parser):
                 if document.suffix == ".pdf":
                     sources = self._pdf_pages(document.path, Path(tmp), warnings)
                 else:
-                    sources = self._image_pages(document.path, Path(tmp))
+                    sources = self._image_pages(document.path, Path(tmp), warnings)
                 for number, (item, points_per_px) in enumerate(sources, start=1):
                     if isinstance(item, str):  # text layer kept (pdf_pages="image_only")
                         pages.append(item)
@@ -275,7 +296,7 @@ class TesseractParser(Parser):
         if kept:
             warnings.append(f"pages with a text layer, not OCRed: {', '.join(map(str, kept))}")
 
-    def _image_pages(self, path: Path, tmp: Path):
+    def _image_pages(self, path: Path, tmp: Path, warnings: list[str]):
         from PIL import Image, ImageSequence, UnidentifiedImageError
 
         try:
@@ -286,16 +307,18 @@ class TesseractParser(Parser):
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
             raise ParserError(f"{path}: corrupt or unreadable image ({exc})") from None
         with img:
-            dpi = img.info.get("dpi")
+            dpi = _valid_dpi(img.info.get("dpi"))
+            if dpi is None and img.info.get("dpi") is not None:  # a TIFF with resolution 0/0 reads as (nan, nan)
+                warnings.append(f"{path.name}: resolution {img.info['dpi']!r} is not a valid DPI (finite, above 0): OCR "
+                                "without it, blocks without coordinates")
             for number, frame in enumerate(ImageSequence.Iterator(img), start=1):
                 try:
                     page = frame.convert("RGB") if frame.mode not in ("1", "L", "RGB") else frame.copy()
                 except (OSError, ValueError) as exc:
                     raise ParserError(f"{path}: frame {number}: cannot decode ({exc})") from None
                 png = tmp / f"frame-{number:05d}.png"
-                save_kw = {"dpi": (float(dpi[0]), float(dpi[1]))} if dpi and dpi[0] else {}
-                page.save(png, format="PNG", **save_kw)
-                yield png, (72.0 / float(dpi[0]) if dpi and dpi[0] else None)
+                page.save(png, format="PNG", **({"dpi": dpi} if dpi else {}))
+                yield png, (72.0 / dpi[0] if dpi else None)
 
     def _ocr(self, png: Path, source: Path, number: int) -> tuple[str, str]:
         pt = _pytesseract()
@@ -317,6 +340,18 @@ class TesseractParser(Parser):
         except OSError as exc:
             raise ParserError(f"{source}: page {number}: tesseract wrote no output ({exc})") from None
         return text, tsv
+
+
+def _valid_dpi(dpi: Any) -> tuple[float, float] | None:
+    """An image's ``(x, y)`` resolution when both are finite numbers above 0, else None (not stated, or a value such
+    as the NaN Pillow reads from a TIFF resolution of 0/0)."""
+    import math
+
+    try:
+        x, y = float(dpi[0]), float(dpi[1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    return (x, y) if all(math.isfinite(v) and v > 0 for v in (x, y)) else None
 
 
 def _blocks(tsv: str, page: int, points_per_px: float | None, first_order: int) -> list[Block]:

@@ -256,7 +256,9 @@ class UnstructuredParser(Parser):
 
     def settings(self) -> dict[str, Any]:
         """``pdf_strategy``, ``languages`` (None = Unstructured's defaults), ``spacy_model`` (package and version used
-        by the classification heuristics), ``partitioners`` (suffix -> function), ``element_separator``."""
+        by the classification heuristics), ``partitioners`` (suffix -> function), ``element_separator``,
+        ``heading_source`` ``"title_elements"`` and ``list_source`` ``"list_elements"`` (read by the layout
+        auditor)."""
         model = find_spacy_model()
         return {
             "pdf_strategy": self.pdf_strategy,
@@ -264,6 +266,8 @@ class UnstructuredParser(Parser):
             "spacy_model": f"{model} {_dist_version(model) or '?'}" if model else None,
             "partitioners": {suffix: fn for suffix, (_, fn) in sorted(PARTITIONERS.items())},
             "element_separator": ELEMENT_SEPARATOR,
+            "heading_source": "title_elements",
+            "list_source": "list_elements",
         }
 
     def _partitioner(self, suffix: str) -> Any:

@@ -189,16 +189,22 @@ def _nonfinite_rows(a: np.ndarray, block: int = 8192) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """A float32 copy of ``vectors`` with every row scaled to unit L2 norm (FAISS ``normalize_L2``); a zero row
-    stays zero.
+def l2_normalise(vectors: np.ndarray, *, inplace: bool = False) -> np.ndarray:
+    """``vectors`` with every row scaled to unit L2 norm (FAISS ``normalize_L2``); a zero row stays zero.
+
+    Args:
+        inplace: False (default): a float32 copy, the input is untouched. True: when ``vectors`` is already a
+            C-contiguous float32 array it is normalised IN PLACE and returned (no second copy of a large base; for a
+            caller that owns the array); otherwise one float32 copy is made and normalised.
 
     Raises:
         IndexInputError: as `check_vectors`.
     """
     import faiss
 
-    out = check_vectors(vectors, allow_empty=True).copy()
+    out = check_vectors(vectors, allow_empty=True)  # the input itself when already float32 and C-contiguous
+    if not inplace and isinstance(vectors, np.ndarray) and np.may_share_memory(out, vectors):
+        out = out.copy()
     if out.shape[0]:
         faiss.normalize_L2(out)
     return out
@@ -412,9 +418,10 @@ def _l2() -> int:
 def exact_search(base: np.ndarray, queries: np.ndarray, k: int, metric: str, *,
                  allowed: np.ndarray | None = None,
                  batch_size: int = EXACT_BATCH) -> tuple[np.ndarray, np.ndarray]:
-    """Exact k-nearest-neighbour ground truth with the index's own metric, without building an index (no copy of the
-    base): ``faiss.knn`` (brute force, BLAS) over ``batch_size`` queries at a time, so memory is bounded by one
-    batch's results and FAISS's internal blocks whatever the number of queries.
+    """Exact k-nearest-neighbour ground truth with the index's own metric, without building an index:
+    ``faiss.knn`` (brute force, BLAS) over ``batch_size`` queries at a time, so memory is bounded by one batch's
+    results and FAISS's internal blocks whatever the number of queries. The base is not copied, except with
+    ``allowed``: then the allowed rows are gathered into one ``(len(allowed), d)`` array for the call.
 
     Args:
         base: ``(n, d)`` vectors as indexed.
@@ -454,6 +461,28 @@ def exact_search(base: np.ndarray, queries: np.ndarray, k: int, metric: str, *,
     if rows is not None:
         ids = np.where(ids >= 0, rows[np.maximum(ids, 0)], -1)
     return scores, ids
+
+
+@contextmanager
+def distance_counter(index: Any) -> Iterator[dict[str, int]]:
+    """Count the distance computations of the searches run inside the block on ``index`` (one thread: FAISS's
+    global statistics are not safe across threads). The yielded dict gets ``"distances"`` on exit: for HNSW
+    ``faiss.cvar.hnsw_stats.ndis``, for IVF ``faiss.cvar.indexIVF_stats.ndis`` (reset on entry), for a flat index
+    None (it computes ``ntotal`` per query by construction). Deterministic for a given index and queries, unlike
+    wall-clock time: ann-benchmarks reports the same quantity ("distance computations") as a cost axis.
+    """
+    import faiss
+
+    kind = _index_kind(index)
+    stats = {"hnsw": getattr(faiss.cvar, "hnsw_stats", None),
+             "ivf": getattr(faiss.cvar, "indexIVF_stats", None)}.get(kind)
+    out: dict[str, int] = {}
+    if stats is not None:
+        stats.reset()
+    try:
+        yield out
+    finally:
+        out["distances"] = int(stats.ndis) if stats is not None else None
 
 
 def timed_search(index: Any, queries: np.ndarray, k: int, *, allowed: Sequence[np.ndarray | None] | None = None,

@@ -6,7 +6,10 @@ call into a production store's client) registers in the entry-point group ``inge
 ``"module:Class"`` on the command line or in a ``--config`` file) and is chosen per pipeline with
 ``retriever = "name"`` or ``retriever = { use = "name", option = value }``. Its ranking is audited as the pipeline's:
 a miss is ``missed_by_ranking`` (the waterfall cannot tell an approximate-index miss inside a retriever it does not
-see).
+see). A retriever that fails to load or to index makes every question of its pipeline an ``error`` row (one failure
+names it); one that raises in `Retriever.search`, returns an unknown row or a non-finite top score, makes that
+question an ``error``. Results that break the question's filter are audited as returned and counted
+(``retrieval.filter_violation``).
 """
 
 from __future__ import annotations
@@ -59,7 +62,10 @@ class Retriever(ABC):
     def search(self, question: str, vector: np.ndarray | None, k: int,
                allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """The top ``k`` chunks for one question, best first, as ``(row, score)``; only rows in ``allowed`` (the
-        question's metadata filter) when it is not None. Rows outside ``0..n-1`` make the question an ``error``."""
+        question's metadata filter) when it is not None. ``k`` is the auditor's ``depth`` (default: its largest
+        cutoff). The order is kept as returned (ties are not re-sorted); a higher score means more relevant (the
+        top-1 score is the question's confidence in ``retrieval.abstention_auroc``). Rows outside ``0..n-1`` make
+        the question an ``error``."""
 
     def settings(self) -> dict[str, Any]:
         """Every option that changes the ranking, JSON-serialisable."""

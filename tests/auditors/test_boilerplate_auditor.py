@@ -18,6 +18,7 @@ from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import Parser
 from ingestaudit.stages.cleaners import Cleaner, CleanResult
 from ingestaudit.truth import Boilerplate, Truth
+from _rows import load_report, measurements
 
 TEXT = "Home | About\nReal content here.\nPage 1 of 2"
 SPANS = [{"start": 0, "end": 12, "type": "nav"}, {"start": 32, "end": 43, "type": "page_number"}]
@@ -303,8 +304,8 @@ def test_cli_run_reports_every_cleaner_per_document(tmp_path):
     result = CliRunner().invoke(app, ["run", str(root), "--parser", f"{__name__}:TextParser", "--stage",
                                       "boilerplate", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    got = {(m["item"], m["metric"], m["label"]): (m["state"], m["value"]) for m in report["measurements"]}
+    report = load_report(out)
+    got = {(m["item"], m["metric"], m["label"]): (m["state"], m["value"]) for m in measurements(report)}
     # the page: trafilatura keeps both 'with' and drops the three 'without'; none keeps everything (text_content)
     assert got["web/page", "boilerplate.content_retention", "trafilatura"] == ("ok", 1.0)
     assert got["web/page", "boilerplate.removal_recall", "trafilatura"] == ("ok", 1.0)

@@ -194,23 +194,88 @@ def test_settings_defaults_and_validation():
 
 # --- the auditor ---------------------------------------------------------------------------------------------------
 
-def test_sweep_rises_with_ef_search_and_names_an_operating_point():
-    base = random_vectors(3000, 24, seed=9)
-    res = audit_vectors(base, [f"c{i}" for i in range(3000)], ["a", "b", "c"] * 1000,
-                        settings=IndexSettings(m=4, ef_construction=8), n_sample_queries=150, target_recall=0.9)
+def _per_query_recall_at(base, settings, sample, ef, k):
+    """Oracle for the operating point: each sampled chunk's recall@k at efSearch ``ef``, from the public building
+    blocks (a fresh, identically seeded index; exact search; the own id dropped)."""
+    from ingestaudit.metrics import ann
+
+    index, _, _ = build_ann(base, settings)
+    _, got = search(index, base[sample], k + 1, params={"ef_search": ef})
+    _, exact = exact_search(base, base[sample], k + 1, settings.metric)
+    got, exact = ann.drop_self(got, sample, k), ann.drop_self(exact, sample, k)
+    return ann.intersection_recall(got, exact, k, len(base) - 1)
+
+
+def test_sweep_rises_with_ef_search_and_the_operating_point_is_the_first_setting_reaching_the_target():
+    from ingestaudit.metrics.intervals import bootstrap_ratio, wilson
+
+    base = l2_normalise(random_vectors(3000, 24, seed=9))
+    settings = IndexSettings(m=4, ef_construction=8)
+    res = audit_vectors(base, [f"c{i}" for i in range(3000)], ["a", "b", "c"] * 1000, settings=settings,
+                        n_sample_queries=150, target_recall=0.8, seed=3)
     cells = res.details["sweep"]["cells"]
     assert [c["value"] for c in cells] == [16, 32, 64, 128, 256]
-    recalls = [c["unfiltered"]["recall@10"]["value"] for c in cells]
-    assert recalls[-1] > recalls[0] and recalls == sorted(recalls)
+    means = [c["unfiltered"]["recall@10"]["mean_per_query"] for c in cells]
+    assert means[-1] > means[0] and means == sorted(means)
+    # every query has n - 1 >= 10 candidates: the mean per query equals the micro value
+    assert means == pytest.approx([c["unfiltered"]["recall@10"]["value"] for c in cells], abs=1e-12)
+    assert means[0] < 0.8 <= means[-1]  # the target is reached, but not by the cheapest setting
+    first = next(i for i, v in enumerate(means) if v >= 0.8)
     op = res.details["operating_point"]
-    if op["value"] is not None:
-        assert op["recall"]["value"] >= 0.9 and op["ci"]["low"] <= op["recall"]["value"] <= op["ci"]["high"]
-        earlier = [c for c in cells if c["value"] < op["value"]]
-        assert all(c["unfiltered"]["recall@10"]["value"] < 0.9 for c in earlier)
+    assert op["value"] == cells[first]["value"] and op["label"] == f"ef_search={cells[first]['value']}"
+    assert op["mean_recall"] == means[first] and op["queries"] == 150 and op["k"] == 10
+    # the interval: a seeded percentile bootstrap over the 150 QUERIES of their mean recall, reproduced here
+    sample = np.sort(np.random.default_rng(3).choice(3000, size=150, replace=False))
+    per_query = _per_query_recall_at(base, settings, sample, op["value"], 10)
+    assert per_query.mean() == pytest.approx(op["mean_recall"], abs=1e-12)
+    ref = bootstrap_ratio(per_query, None, seed=3)
+    assert (op["ci"]["low"], op["ci"]["high"]) == (ref.low, ref.high)
+    assert "queries" in op["ci"]["method"] and "mean" in op["ci"]["method"] and "docs" not in op["ci"]["method"]
+    # ... wider than the old Wilson interval over the 1,500 pooled result slots, which treated slots as independent
+    slots = wilson(cells[first]["unfiltered"]["recall@10"]["numerator"], 1500)
+    assert op["ci"]["high"] - op["ci"]["low"] > slots.high - slots.low
     t = res.details["timings"]
-    assert {c["label"] for c in t["cells"]} == {c["label"] for c in cells}
-    assert all(c["p50_ms"] <= c["p95_ms"] for c in t["cells"]) and t["build_seconds"] > 0
+    assert [c["label"] for c in t["cells"]] == [c["label"] for c in cells]
+    assert [(c["knob"], c["value"]) for c in t["cells"]] == [("ef_search", v) for v in (16, 32, 64, 128, 256)]
+    assert all(c["p50_ms"] <= c["p95_ms"] and c["qps"] > 0 and c["queries"] == 150 for c in t["cells"])
+    assert t["build_seconds"] > 0 and t["search_threads"] == 1
     assert {"a", "b", "c"} <= {c for c, _, _ in res.corpus_scores}
+
+
+def test_frontier_is_the_non_dominated_settings_by_distance_computations():
+    base = l2_normalise(random_vectors(2000, 16, seed=19))
+    kw = dict(settings=IndexSettings(m=4, ef_construction=8), n_sample_queries=100, sweep=(8, 16, 32, 64, 128))
+    res = audit_vectors(base, [f"c{i}" for i in range(2000)], ["x"] * 2000, **kw)
+    cells = res.details["sweep"]["cells"]
+    dist = [c["distances_per_query"] for c in cells]
+    assert all(d > 0 for d in dist) and dist == sorted(dist)  # a wider beam computes more distances
+    pts = {c["label"]: (c["unfiltered"]["recall@10"]["mean_per_query"], c["distances_per_query"]) for c in cells}
+    dominated = {a for a, (ra, da) in pts.items()
+                 if any(rb >= ra and db <= da and (rb > ra or db < da) for b, (rb, db) in pts.items())}
+    front = res.details["frontier"]
+    assert [p["label"] for p in front] == [c["label"] for c in cells if c["label"] not in dominated]
+    assert [p["distances_per_query"] for p in front] == sorted(p["distances_per_query"] for p in front)
+    assert front[0]["mean_recall@10"] == pts[front[0]["label"]][0]
+    # deterministic: a second run gives the same counts (they are in report.json, unlike queries per second)
+    again = audit_vectors(base, [f"c{i}" for i in range(2000)], ["x"] * 2000, **kw)
+    assert again.details["frontier"] == front and [c["distances_per_query"] for c in
+                                                   again.details["sweep"]["cells"]] == dist
+    qps_front = res.details["timings"]["frontier"]
+    assert qps_front and {p["label"] for p in qps_front} <= set(pts)
+    lines = res.details["overview"]["lines"]
+    assert any(x.startswith("frontier (mean recall@10 against distance computations per query)") for x in lines)
+    assert any(x.startswith("operating point") for x in lines)
+
+
+def test_operating_point_not_reached_says_so():
+    base = l2_normalise(random_vectors(3000, 24, seed=9))
+    res = audit_vectors(base, [f"c{i}" for i in range(3000)], ["x"] * 3000,
+                        settings=IndexSettings(m=4, ef_construction=8), n_sample_queries=100, sweep=(16, 32),
+                        target_recall=0.99)
+    op = res.details["operating_point"]
+    assert op["value"] is None and "no setting reaches mean recall@10 >= 0.99" in op["reason"]
+    assert "ci" not in op
+    assert any("operating point: none" in x for x in res.details["overview"]["lines"])
 
 
 def test_ivf_sweep_reaches_exact_recall_when_every_list_is_probed():
@@ -386,14 +451,262 @@ def test_audit_pipeline_reads_a_users_vectors_and_names_a_bad_id(tmp_path):
         is State.OK
 
 
-def test_audit_pipeline_names_the_users_file_on_a_dimension_mismatch(tmp_path):
+def with_dimension(embed, d):
+    """An ``embed_questions`` callable that also tells the model's dimension, as the runner's does."""
+    embed.dimension = lambda: d
+    return embed
+
+
+def user_folder(tmp_path, vectors, ids, results=None):
     folder = tmp_path / "p"
-    folder.mkdir()
-    np.save(folder / "vectors.npy", random_vectors(2, 3, seed=2))
-    (folder / "vector_ids.json").write_text(json.dumps(["a/x#0", "a/x#1"]))
+    folder.mkdir(exist_ok=True)
+    np.save(folder / "vectors.npy", vectors)
+    (folder / "vector_ids.json").write_text(json.dumps(ids))
+    if results is not None:
+        (folder / "ann_results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    return folder
+
+
+def reason_of(res):
+    states = {s.state for _, s, _ in res.corpus_scores}
+    assert states == {State.ERROR}, states
+    return res.corpus_scores[0][1].detail["reason"]
+
+
+def test_audit_pipeline_names_the_users_file_on_a_dimension_mismatch(tmp_path):
+    user_folder(tmp_path, random_vectors(2, 3, seed=2), ["a/x#0", "a/x#1"])
     docs = [doc("a/x", "a", random_vectors(2, 5, seed=3))]
     qs = [Question(id="q1", question="x", relevant=[{"doc": "a/x"}])]
-    res = IndexAuditor().audit_pipeline(ctx_for(docs, qs, {"q1": "a"}, lambda t: np.ones((len(t), 5), np.float32),
-                                                root=tmp_path))
-    reason = res.corpus_scores[0][1].detail["reason"]
-    assert "vectors.npy: dimension 3 does not match the embedder's question vectors (5)" in reason
+    embed = with_dimension(lambda t: np.ones((len(t), 5), np.float32), 5)
+    res = IndexAuditor().audit_pipeline(ctx_for(docs, qs, {"q1": "a"}, embed, root=tmp_path))
+    assert "p/vectors.npy: dimension 3 does not match the pipeline embedder's dimension (5)" in reason_of(res)
+
+
+def test_dimension_is_checked_against_the_model_without_questions(tmp_path):
+    # a user's vectors, no question, chunks not embedded by the run: the embedder's dimension decides
+    user_folder(tmp_path, random_vectors(2, 3, seed=2), ["a/x#0", "a/x#1"])
+    docs = [DocChunks("a/x", "a", State.OK, texts=["t0", "t1"], metadata=[{}, {}])]
+    res = IndexAuditor().audit_pipeline(ctx_for(docs, embed=with_dimension(lambda t: None, 384), root=tmp_path))
+    assert "p/vectors.npy: dimension 3 does not match the pipeline embedder's dimension (384)" in reason_of(res)
+    # the run's own vectors against the model
+    res = IndexAuditor().audit_pipeline(ctx_for([doc("a/x", "a", random_vectors(4, 6, seed=1))],
+                                                embed=with_dimension(lambda t: None, 8)))
+    assert "the chunk vectors: dimension 6 does not match the pipeline embedder's dimension (8)" in reason_of(res)
+    # documents of different dimensions: a clear error naming both, not numpy's concatenate message
+    res = IndexAuditor().audit_pipeline(ctx_for([doc("a/x", "a", random_vectors(3, 4, seed=1)),
+                                                 doc("b/y", "b", random_vectors(3, 5, seed=1))]))
+    assert "document 'b/y': vectors of dimension 5, but 'a/x' has 4" in reason_of(res)
+    # matching dimensions audit fine
+    ok = IndexAuditor(n_sample_queries=3, k_list=(1,)).audit_pipeline(
+        ctx_for([doc("a/x", "a", random_vectors(4, 6, seed=1))], embed=with_dimension(lambda t: None, 6)))
+    assert rows(ok, "index.recall@1").state is State.OK
+
+
+def test_a_users_nan_vectors_are_error_rows_naming_the_file(tmp_path):
+    bad = random_vectors(3, 4, seed=1)
+    bad[2, 3] = np.inf
+    user_folder(tmp_path, bad, ["a/x#0", "a/x#1", "a/x#2"])
+    docs = [DocChunks("a/x", "a", State.OK, texts=["t0", "t1", "t2"], metadata=[{}] * 3)]
+    reason = reason_of(IndexAuditor().audit_pipeline(ctx_for(docs, root=tmp_path)))
+    assert "p/vectors.npy: 1 vector(s) hold NaN or infinity (first: row 2)" in reason
+
+
+def test_a_users_vectors_need_no_run_vectors_and_unembedded_chunks_are_counted(tmp_path):
+    v = random_vectors(6, 4, seed=8)
+    user_folder(tmp_path, v, [f"a/x#{i}" for i in range(6)])
+    docs = [DocChunks("a/x", "a", State.OK, texts=[f"t{i}" for i in range(8)], metadata=[{}] * 8)]  # no vectors
+    auditor = IndexAuditor(n_sample_queries=6, k_list=(1,))
+    assert auditor.needs_chunk_vectors(make_pipeline("p", {}, precomputed_root=tmp_path)) is False
+    assert auditor.needs_chunk_vectors(make_pipeline("p", {})) is True
+    assert IndexAuditor(use_user_results=False).needs_chunk_vectors(
+        make_pipeline("p", {}, precomputed_root=tmp_path)) is True
+    res = auditor.audit_pipeline(ctx_for(docs, table={"index": {"use": "flat"}}, root=tmp_path))
+    r = rows(res, "index.recall@1")
+    assert (r.value, r.denominator) == (1.0, 6.0)
+    assert res.details["source"]["chunks_without_user_vector"] == 2
+    assert res.details["source"]["chunks_embedded_by_the_run"] is False
+    assert any("2 chunk(s) of the run have no vector" in w for w in res.details["overview"]["warnings"])
+
+
+def test_k_larger_than_the_index_through_hnsw_and_a_users_results():
+    base = l2_normalise(random_vectors(4, 3, seed=6))
+    ids = ["a", "b", "c", "d"]
+    res = audit_vectors(base, ids, ["x"] * 4, settings=IndexSettings(m=4), k_list=(10,), n_sample_queries=4,
+                        sweep=(16,))
+    r = rows(res, "index.recall@10")
+    assert (r.value, r.numerator, r.denominator) == (1.0, 12.0, 12.0)  # 4 queries x min(10, n - 1 = 3)
+    _, exact = exact_search(base, base[:1], 4, "cosine")
+    user = audit_vectors(base, ids, ["x"] * 4, k_list=(10,), ann_results={"a": [ids[i] for i in exact[0]]})
+    r = rows(user, "index.recall@10")
+    assert (r.value, r.numerator, r.denominator) == (1.0, 3.0, 3.0)
+    short = audit_vectors(base, ids, ["x"] * 4, k_list=(10,), ann_results={"a": [ids[i] for i in exact[0, :2]]})
+    assert rows(short, "index.recall@10").value == pytest.approx(1 / 3)  # one neighbour (after the own id) of 3
+
+
+def test_a_question_missing_from_ann_results_is_no_prediction_not_zero(tmp_path):
+    base = random_vectors(30, 4, seed=3)
+    ids = [f"c{i}" for i in range(30)]
+    q = base[:3] + 0.01
+    _, exact = exact_search(base, q, 3, "l2")
+    answered = {"q1": [ids[i] for i in exact[0]], "q2": [ids[i] for i in exact[1, :2]]}  # q3 missing
+    kw = dict(queries=q, query_ids=["q1", "q2", "q3"], query_classes=["x", "y", "y"], declared_metric="l2",
+              normalised=False, k_list=(3,), n_sample_queries=0)
+    res = audit_vectors(base, ids, ["x"] * 30, ann_results=answered, **kw)
+    r = rows(res, "index.recall@3")
+    assert (r.numerator, r.denominator) == (5.0, 6.0)  # q1 3/3 + q2 2/3; q3 is not a 0/3
+    assert r.detail["no_prediction"] == 1 and r.detail["questions"] == 2
+    assert res.details["queries"]["unanswered"] == ["q3"] and res.details["queries"]["unanswered_total"] == 1
+    assert rows(res, "index.recall@3", cls="y").detail["no_prediction"] == 1
+    # a row whose every question is unanswered is no_prediction, not 0 and not no_reference
+    only = audit_vectors(base, ids, ["x"] * 30, ann_results={"q1": answered["q1"]}, **kw)
+    y = rows(only, "index.recall@3", cls="y")
+    assert y.state is State.NO_PREDICTION and y.value is None and "ann_results.jsonl" in y.detail["reason"]
+    assert rows(only, "index.one_recall@3", cls="y").state is State.NO_PREDICTION
+    assert any("2 question(s) absent from ann_results.jsonl" in w for w in only.details["overview"]["warnings"])
+    # unknown ids name the file and the line
+    path = tmp_path / "ann_results.jsonl"
+    path.write_text('{"query": "q1", "results": ["c0"]}\n\n{"query": "q2", "results": ["c1", "nope"]}\n')
+    with pytest.raises(ValueError, match=r"ann_results.jsonl line 3: query 'q2' returns 'nope', which is not an id"):
+        audit_vectors(base, ids, ["x"] * 30, ann_results=read_ann_results(path), **kw)
+    path.write_text('{"query": "q1", "results": []}\n{"query": "zz", "results": []}\n')
+    with pytest.raises(ValueError, match=r"ann_results.jsonl line 2: query 'zz' is neither a question id"):
+        audit_vectors(base, ids, ["x"] * 30, ann_results=read_ann_results(path), **kw)
+
+
+def test_normalising_in_place_gives_the_same_audit_without_a_second_copy():
+    raw = random_vectors(500, 8, seed=40) * 3.0  # not unit norm
+    kw = dict(settings=IndexSettings(m=8), n_sample_queries=50, sweep=(16,), k_list=(5,))
+    ids, cls = [f"c{i}" for i in range(500)], ["x"] * 500
+    keep = raw.copy()
+    copied = audit_vectors(raw, ids, cls, **kw)
+    assert (raw == keep).all()  # the default never touches the caller's array
+    owned = raw.copy()
+    in_place = audit_vectors(owned, ids, cls, normalise_in_place=True, **kw)
+    assert np.allclose(np.linalg.norm(owned, axis=1), 1.0, atol=1e-6)  # overwritten: no second copy was made
+    strip = lambda r: json.dumps({k: v for k, v in r.details.items() if k != "timings"}, sort_keys=True)
+    assert strip(copied) == strip(in_place)
+    assert copied.details["norms"]["vectors"]["median"] == pytest.approx(in_place.details["norms"]["vectors"]["median"])
+    assert in_place.details["norms"]["vectors"]["min"] > 1.5  # the facts about the input were taken before
+    # a float64 input is converted (a copy the audit owns, normalised in place), and stays untouched itself
+    raw64 = raw.astype(np.float64)
+    keep64 = raw64.copy()
+    as64 = audit_vectors(raw64, ids, cls, normalise_in_place=True, **kw)
+    assert (raw64 == keep64).all() and strip(as64) == strip(copied)
+
+
+def test_zero_vectors_are_counted_apart_and_the_flag_is_shown():
+    base = np.array([[0.6, 0.8], [1, 0], [0, 1], [0, 0]], dtype=np.float32)
+    res = audit_vectors(base, list("abcd"), ["x"] * 4, settings=IndexSettings(kind="flat"), k_list=(1,),
+                        n_sample_queries=4)
+    cos = res.details["cosine_unnormalised"]
+    assert (cos["flag"], cos["zero_vectors"], cos["not_unit_nonzero"]) == (False, 1, 0)
+    assert res.details["overview"]["warnings"] == [
+        "1 zero vector(s): cosine is undefined for them and no normalisation makes them unit"]
+    flagged = audit_vectors(IP_BASE, ["a", "b", "c"], ["x"] * 3, declared_metric="cosine", normalised=False,
+                            settings=IndexSettings(kind="flat"), n_sample_queries=3, k_list=(1,))
+    warn = flagged.details["overview"]["warnings"][0]
+    assert warn.startswith("cosine declared on vectors that are not unit norm (2 non-zero vectors off unit norm")
+    assert "FAISS #812, #1119" in warn
+    # by hand, each row against the other two: inner-product top-1 is 1, 0 (a 10 = 10 tie with row 2, lower id),
+    # 1; cosine top-1 is 2, 2, 0: exact inner product agrees with cosine on none of the three rows
+    assert flagged.details["cosine_unnormalised"]["ip_vs_cosine_recall@1"] == 0.0
+
+
+def test_index_audit_writes_nothing_into_the_corpus(tmp_path):
+    folder = user_folder(tmp_path, random_vectors(5, 4, seed=1), [f"a/x#{i}" for i in range(5)],
+                         [{"query": "a/x#0", "results": ["a/x#0", "a/x#1"]}])
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.rglob("*")}
+    docs = [DocChunks("a/x", "a", State.OK, texts=[f"t{i}" for i in range(5)], metadata=[{}] * 5)]
+    res = IndexAuditor(k_list=(1,)).audit_pipeline(ctx_for(docs, root=tmp_path))
+    assert res.details["source"]["kind"] == "user ann_results"
+    after = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.rglob("*")}
+    assert before == after and len(before) == 4  # the folder and its three files, untouched
+    assert folder.is_dir()
+
+
+# --- unlabelled mode through the CLI ---------------------------------------------------------------------------------
+
+from _chain_stubs import HashEmbedder  # noqa: E402
+
+
+class NoChunkEmbedding(HashEmbedder):
+    """Fails if asked to embed anything: proves that a pipeline with a user's vectors.npy is not embedded."""
+
+    def embed(self, texts):
+        raise RuntimeError(f"embed() called on {len(texts)} text(s)")
+
+
+@pytest.mark.slow
+def test_run_stage_index_on_a_corpus_without_questions(tmp_path):
+    """``ingestaudit run --stage index`` with no questions.jsonl: the corpus monitor. Pipeline ``monitor`` embeds its
+    chunks (HNSW over the run's vectors); pipeline ``user`` has a user's vectors.npy, is never embedded (its embedder
+    raises), declares cosine without normalising and holds two exact duplicates."""
+    from typer.testing import CliRunner
+
+    from ingestaudit.cli import app
+
+    corpus, outputs = tmp_path / "corpus", tmp_path / "outputs"
+    sentences = [f"Sentence {i} tells about topic {i % 7} in words." for i in range(60)]
+    n_chunks = 0
+    for name in ("a", "b", "c"):
+        (corpus / "docs" / "c").mkdir(parents=True, exist_ok=True)
+        (corpus / "docs" / "c" / f"{name}.txt").write_text("source\n")
+        text = " ".join(sentences[:20] if name != "c" else sentences[20:]) + f" Doc {name}."
+        chunks, pos = [], 0
+        while pos < len(text):
+            chunks.append({"text": text[pos:pos + 60], "start": pos, "end": min(pos + 60, len(text))})
+            pos += 60
+        n_chunks += len(chunks)
+        for pipe in ("monitor", "user"):
+            (outputs / pipe / "c").mkdir(parents=True, exist_ok=True)
+            (outputs / pipe / "c" / f"{name}.json").write_text(json.dumps({"text": text, "chunks": chunks}))
+    ids = [f"c/{name}#{i}" for name in ("a", "b", "c")
+           for i in range(len(json.loads((outputs / "user" / "c" / f"{name}.json").read_text())["chunks"]))]
+    vecs = random_vectors(len(ids), 8, seed=77) * 3.0
+    vecs[5], vecs[9] = vecs[0], vecs[1]  # two exact duplicates
+    np.save(outputs / "user" / "vectors.npy", vecs)
+    (outputs / "user" / "vector_ids.json").write_text(json.dumps(ids))
+    mod = __name__
+    (tmp_path / "run.toml").write_text(
+        f'[run]\nexecutor = "serial"\ncache_dir = "{tmp_path / "cache"}"\n\n'
+        f'[pipelines.monitor]\nembedder = {{ use = "_chain_stubs:HashEmbedder" }}\nindex = {{ use = "hnsw", m = 8 }}\n\n'
+        f'[pipelines.user]\nembedder = {{ use = "{mod}:NoChunkEmbedding" }}\n'
+        'index = { use = "flat", normalise = false }\n')
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for root in (corpus, outputs) for p in root.rglob("*")}
+    out = tmp_path / "report"
+    res = CliRunner().invoke(app, ["run", str(corpus), "--outputs", str(outputs), "--config",
+                                   str(tmp_path / "run.toml"), "--stage", "index", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    after = {p: (p.stat().st_mtime_ns, p.stat().st_size) for root in (corpus, outputs) for p in root.rglob("*")}
+    assert before == after  # nothing written into the corpus or the user's outputs
+
+    report = json.loads((out / "report.json").read_text())
+    assert report["corpus"]["questions"] == 0 and report["config"]["run"]["stages"] == ["index"]
+    summ = {(s["pipeline"], s["metric"]): s for s in report["summary"] if s["doc_class"] == "__all__"
+            and s["label"] == ""}
+    # user: a flat index is exact; every chunk is a sampled query with min(10, n - 1) = 10 candidates
+    u = summ[("user", "index.recall@10")]
+    assert (u["micro"], u["numerator"], u["denominator"]) == (1.0, 10.0 * len(ids), 10.0 * len(ids))
+    assert summ[("user", "index.duplicate_vectors")]["micro"] == 2.0
+    m = summ[("monitor", "index.recall@10")]
+    assert m["denominator"] == 10.0 * n_chunks and 0 < m["micro"] <= 1
+    details = {(d["pipeline"], d["name"]): d["data"] for d in report["details"] if d["stage"] == "index"}
+    assert details[("monitor", "queries")]["questions"] == 0
+    assert details[("monitor", "queries")]["sampled_chunks"] == n_chunks
+    assert details[("user", "source")]["chunks_embedded_by_the_run"] is False
+    assert details[("user", "cosine_unnormalised")]["flag"] is True
+    op = details[("monitor", "operating_point")]
+    assert op["value"] is not None and op["queries"] == n_chunks and op["ci"]["low"] <= op["mean_recall"]
+    # the views: the flag, the operating point and the frontier are printed, not only stored
+    md = (out / "report.md").read_text().replace("\\", "").replace("&gt;", ">")  # Markdown escapes undone
+    assert "## Index audit" in md and "**warning**: cosine declared on vectors that are not unit norm" in md
+    assert (f"operating point (cheapest setting with mean recall@10 >= 0.95, unfiltered queries): {op['label']}: "
+            f"{op['mean_recall']:.4f} [{op['ci']['low']:.4f}, {op['ci']['high']:.4f}]") in md
+    assert "frontier (mean recall@10 against distance computations per query): ef_search=16" in md
+    assert "index · user: cosine declared on vectors that are not unit norm" in " ".join(res.stdout.split())
+    html = (out / "report.html").read_text()
+    assert '<section id="index"><h2>Index audit</h2>' in html and "cosine declared on vectors" in html
+    timings = json.loads((out / "timings.json").read_text())
+    cells = timings["monitor"]["index"]["cells"]
+    assert [c["label"] for c in cells] == [c["label"] for c in details[("monitor", "sweep")]["cells"]]
+    assert all(c["qps"] > 0 and c["p50_ms"] <= c["p95_ms"] for c in cells)

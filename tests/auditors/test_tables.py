@@ -16,6 +16,7 @@ from ingestaudit.measurement import State
 from ingestaudit.metrics import specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
+from _rows import load_report, measurements
 
 # The ground truth: thead "Name | Qty", tbody "apple | 3", all td; n = 8 element nodes under <table>.
 GT = "<table><thead><tr><td>Name</td><td>Qty</td></tr></thead><tbody><tr><td>apple</td><td>3</td></tr></tbody></table>"
@@ -192,7 +193,7 @@ def test_deviations_are_options_printed_with_the_numbers():
     assert opts["th_as_td"] is True and opts["unicode"] == "NFKC" and opts["wrap_bare_rows"] is False
     default = TablesAuditor().options()
     assert default["deviations"] == "published (PubTabNet reference)"
-    assert default["budget"] == {"max_nodes": 2000, "time_s": 30.0}
+    assert default["budget"] == {"max_nodes": 2000, "time_s": 30.0, "max_tables": 500}
     json.dumps(default)
 
 
@@ -315,9 +316,9 @@ def test_cli_micro_macro_states_and_options(tmp_path):
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(root / "outputs"), "--stage", "tables",
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    report = load_report(out)
     assert report["config"]["auditors"]["tables"]["deviations"] == "deviations: th_as_td"
-    rows = {(m["item"], m["metric"], m["label"]): m for m in report["measurements"]}
+    rows = {(m["item"], m["metric"], m["label"]): m for m in measurements(report)}
     assert rows["a/three", "tables.teds", ""]["value"] == pytest.approx(1 / 3)
     assert rows["a/three", "tables.teds", "table/1"]["value"] == 1.0
     assert rows["b/none", "tables.teds", ""]["value"] == 0.0
@@ -336,7 +337,7 @@ def test_cli_micro_macro_states_and_options(tmp_path):
     assert summary["__all__", "tables.recall", ""]["micro"] == pytest.approx(2 / 5)
     # per reference table: "table/0" over the 3 scored documents: 1 (a/one) + 0 (a/three, GT unmatched) + 0
     assert summary["__all__", "tables.teds", "table/0"]["micro"] == pytest.approx(1 / 3)
-    for m in report["measurements"]:
+    for m in measurements(report):
         assert (m["value"] is None) == (m["state"] != "ok")
 
 

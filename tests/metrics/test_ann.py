@@ -147,13 +147,36 @@ def test_ip_dominated_of_the_issue_base_is_two_thirds():
     assert ann.ip_dominated_flags(IP_BASE, [0, 1, 2]).tolist() == [True, False, True]
 
 
-def test_ip_dominated_ignores_identical_copies_and_settles_near_ties_exactly():
+def test_ip_dominated_ignores_identical_copies_and_settles_near_ties_exactly_with_rtol_zero():
     one = np.float32(1.0)
     bigger = np.nextafter(one, np.float32(2))  # 1 + 2^-23
     x = np.array([[1, 0], [1, 0], [bigger, 0]], dtype=np.float32)
-    # rows 0 and 1 are copies (equal product, not larger), row 2 has <u, v> = 1 + 2^-23 > 1 with them
-    assert ann.ip_dominated_flags(x, [0, 1, 2]).tolist() == [True, True, False]
-    assert ann.ip_dominated_flags(x[:2], [0, 1]).tolist() == [False, False]
+    # strict (rtol 0): rows 0 and 1 are copies (equal product, not larger), row 2 has <u, v> = 1 + 2^-23 > 1 with them
+    assert ann.ip_dominated_flags(x, [0, 1, 2], rtol=0).tolist() == [True, True, False]
+    assert ann.ip_dominated_flags(x[:2], [0, 1], rtol=0).tolist() == [False, False]
+    # the default relative tolerance 1e-5 does not count a 1.2e-7 excess
+    assert ann.ip_dominated_flags(x, [0, 1, 2]).tolist() == [False, False, False]
+
+
+def test_ip_dominated_tolerance_is_relative_to_the_own_product():
+    v = np.array([0.6, 0.8], dtype=np.float64)  # |v|^2 = 1
+    for factor, dominated in ((1 + 2e-5, True), (1 + 0.5e-5, False), (1.5, True)):
+        x = np.array([v, v * factor], dtype=np.float32)  # <u, v> = factor * |v|^2 (up to float32 rounding, ~1e-7)
+        assert ann.ip_dominated_flags(x, [0]).tolist() == [dominated], factor
+    with pytest.raises(ValueError, match="rtol"):
+        ann.ip_dominated_flags(x, [0], rtol=-1)
+
+
+def test_normalised_near_duplicates_are_not_dominated_by_rounding():
+    from ingestaudit.stages.index import l2_normalise
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((200, 64)).astype(np.float32)
+    pairs = l2_normalise(np.vstack([a, a + 1e-4 * rng.standard_normal(a.shape).astype(np.float32)]))
+    # strictly, float32 rounding of the unit norms makes a large share of these pairs "dominated" (the defect)
+    assert ann.ip_dominated(pairs, np.arange(400), rtol=0) > 0.3
+    assert ann.ip_dominated(pairs, np.arange(400)) == 0.0
+    assert ann.DOMINATION_RTOL == 1e-5
 
 
 def test_norm_stats():
@@ -161,3 +184,21 @@ def test_norm_stats():
     assert s["min"] == pytest.approx(1.0) and s["max"] == pytest.approx(5.0)
     assert s["median"] == pytest.approx(1.0005, abs=1e-6)
     assert s["unit_share"] == pytest.approx(2 / 3)
+    z = ann.norm_stats(np.array([[3, 4], [1, 0], [0, 0]], dtype=np.float32))
+    assert (z["min"], z["median"], z["max"], z["zero"], z["not_unit_nonzero"]) == (0.0, 1.0, 5.0, 1, 1)
+    assert z["unit_share"] == pytest.approx(1 / 3)
+
+
+def test_intersection_recall_equals_faiss_knn_intersection_measure_without_padding():
+    from faiss.contrib.evaluation import knn_intersection_measure
+
+    rng = np.random.default_rng(5)
+    exact = np.stack([rng.permutation(50)[:10] for _ in range(30)])
+    answer = np.where(rng.random((30, 10)) < 0.7, exact, rng.integers(0, 50, (30, 10)))  # repeats possible
+    answer = np.stack([rng.permutation(row) for row in answer])
+    ours = ann.intersection_recall(answer, exact, 10, 50).mean()
+    assert ours == pytest.approx(knn_intersection_measure(answer, exact))
+    # with padding the two differ: FAISS counts -1 on both sides as a match, here it never matches
+    pad = np.array([[3, -1, -1]])
+    assert knn_intersection_measure(pad, pad) == pytest.approx(2 / 3)
+    assert ann.intersection_recall(pad, pad, 3, 1).tolist() == [1.0]  # 1 hit of min(3, n=1)

@@ -109,6 +109,29 @@ def test_kendall_count_matches_brute_force_oracle():
         assert lm.kendall_discordance(pos, max_examples=0).discordant == brute
 
 
+def test_discordant_example_pairs_match_the_nested_loop_oracle():
+    rng = random.Random(4)
+    for _ in range(300):
+        n = rng.randint(0, 14)
+        pos = [rng.randint(0, 7) for _ in range(n)]
+        limit = rng.randint(1, 25)
+        nested = [(i, j) for i, j in itertools.combinations(range(n), 2) if pos[i] > pos[j]][:limit]
+        assert lm.discordant_pairs(pos, limit) == nested, (pos, limit)
+        assert list(lm.kendall_discordance(pos, max_examples=limit).examples) == nested
+    assert lm.discordant_pairs([3, 2, 1], 2) == [(0, 1), (0, 2)]
+    assert lm.discordant_pairs([0, 0, 0], 5) == []  # ties are half discordant, never listed as examples
+
+
+def test_one_swap_in_a_long_document_is_found_without_the_quadratic_scan():
+    # 60,000 paragraphs in order but for one adjacent swap: the nested loop would scan 1.8e9 pairs to list it
+    n = 60_000
+    pos = list(range(n))
+    pos[30_000], pos[30_001] = pos[30_001], pos[30_000]
+    d = lm.kendall_discordance(pos, max_examples=20)
+    assert (d.discordant, d.pairs) == (1, n * (n - 1) // 2)
+    assert d.examples == ((30_000, 30_001),)
+
+
 def test_locate_paragraphs_in_order_swapped_and_lost():
     paras = ["Paragraph one talks about pumps.", "Paragraph two talks about valves.",
              "Paragraph three is about hoses.", "Paragraph four closes the note."]

@@ -120,23 +120,37 @@ def test_an_item_counts_once_however_many_results_hold_it():
     assert ndcg_at_k(ranked, grades, 3).value == pytest.approx((1 + 0.5) / (1 + 1 / math.log2(3)))
 
 
-def test_a_chunk_holding_two_items_credits_one_gain_per_position():
+def test_a_chunk_holding_two_items_credits_both_in_recall_ap_and_ndcg():
     grades = {"a": 1, "b": 1}
     ranked = [("a", "b")]
     assert recall_at_k(ranked, grades, 5).value == 1.0
-    assert average_precision(ranked, grades).value == 1.0
+    assert average_precision(ranked, grades).value == 1.0  # (1 + 1) / 2
     ndcg = ndcg_at_k(ranked, grades, 5)
-    assert ndcg.numerator == 1.0
-    assert ndcg.value == pytest.approx(1 / (1 + 1 / math.log2(3)))
-    assert ndcg.value == pytest.approx(0.613, abs=5e-4)
+    # a at rank 1, b (the 2nd item found) discounted at rank max(1, 2) = 2: DCG = 1 + 1/log2(3) = the ideal
+    assert ndcg.numerator == pytest.approx(1 + 1 / math.log2(3)) and ndcg.value == pytest.approx(1.0)
+    # at k = 1 only one item fits the cut, as in the ideal ranking: DCG@1 = 1 = ideal DCG@1
+    one = ndcg_at_k(ranked, grades, 1)
+    assert (one.numerator, one.denominator, recall_at_k(ranked, grades, 1).value) == (1.0, 1.0, 1.0)
 
 
-def test_multi_item_positions_take_the_best_assignment():
-    grades = {"a": 2, "b": 2}
-    ranked = [("a", "b"), ("a",)]  # best: rank 1 credits b, rank 2 credits a
+def test_a_two_item_chunk_at_rank_2_credits_both_items_at_rank_2():
+    grades = {"a": 1, "b": 1}
+    ranked = [(), ("a", "b")]
+    assert recall_at_k(ranked, grades, 5).value == 1.0
+    assert average_precision(ranked, grades).value == pytest.approx(0.5)  # (1/2 + 1/2) / 2
+    ndcg = ndcg_at_k(ranked, grades, 5)
+    assert ndcg.numerator == pytest.approx(2 / math.log2(3))  # both discounted at rank max(2, j) = 2
+    assert ndcg.value == pytest.approx(0.774, abs=5e-4)
+    assert ranking_metrics(ranked, grades, [5])["ndcg@5"] == ndcg
+
+
+def test_a_multi_item_chunk_credits_the_better_grade_first():
+    grades = {"a": 1, "b": 3}
+    ranked = [("a", "b"), ("a",)]
     ndcg = ndcg_at_k(ranked, grades, 2)
-    assert ndcg.numerator == pytest.approx(2 + 2 / math.log2(3))
+    assert ndcg.numerator == pytest.approx(3 + 1 / math.log2(3))  # b (grade 3) at rank 1, a at rank 2
     assert ndcg.value == pytest.approx(1.0)
+    assert ndcg_at_k(ranked, grades, 1).value == pytest.approx(1.0)  # 3 / 3
     assert ranking_metrics(ranked, grades, [1, 2])["ndcg@2"] == ndcg
 
 

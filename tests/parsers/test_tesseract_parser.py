@@ -72,6 +72,7 @@ def test_settings_record_every_option():
         "dpi": 300, "lang": "eng", "psm": 7, "pdf_pages": "image_only",
         "config": "--psm 7 -c tessedit_create_tsv=1 -c page_separator=",
         "renderer": f"pymupdf {pymupdf.VersionBind}", "page_separator": "\n\n",
+        "heading_source": "none", "list_source": "none",  # plain OCR: layout heading rows are no_prediction
     }
 
 

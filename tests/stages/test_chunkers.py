@@ -409,10 +409,43 @@ def test_structural_sections_on_random_documents(lines, size, data):
         assert not any(c.start < h[0] < c.end for h in heads)
 
 
-def test_recursive_equals_langchain_where_it_is_installed():
-    """An independent implementation as the oracle (langchain-text-splitters is not a dependency: skipped without it)."""
-    lc = pytest.importorskip("langchain_text_splitters")
+def _langchain_samples():
     import random
+
+    rng = random.Random(0)
+    words = "alpha beta. gamma\n delta\n\nepsilon zeta. eta theta  iota\tkappa".split(" ")
+    return [" ".join(rng.choice(words) + rng.choice(["", "\n", ". ", "\n\n", "x" * 29]) for _ in range(150))
+            for _ in range(20)]
+
+
+def test_recursive_equals_langchain_with_a_token_like_length_function():
+    """The oracle in the chunker's ``tokens`` unit: LangChain's length_function applied to the same pieces (here a
+    word count standing in for the tokenizer, so the test needs no model)."""
+    import langchain_text_splitters as lc  # the test extra's oracle: never skipped
+
+    def words(t):
+        return len(t.split())
+
+    class WordCounter:
+        def count_tokens(self, texts):
+            return [words(t) for t in texts]
+
+    for size, overlap in [(8, 0), (8, 3), (30, 5)]:
+        splitter = lc.RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap, keep_separator="end",
+                                                     separators=["\n\n", "\n", ". ", " ", ""], length_function=words)
+        ours = load_chunker("recursive", {"size": size, "overlap": overlap, "unit": "tokens"})
+        for text in _langchain_samples()[:8]:
+            chunks = ours.chunk(ChunkerInput(text), WordCounter())
+            assert texts(chunks) == splitter.split_text(text)
+            assert_pointers_verify(text, chunks)
+
+
+def test_recursive_equals_langchain():
+    """An independent implementation as the oracle: langchain-text-splitters 1.1.3 (the ``test`` extra), never
+    skipped."""
+    import random
+
+    import langchain_text_splitters as lc
 
     rng = random.Random(0)
     words = "alpha beta. gamma\n delta\n\nepsilon zeta. eta theta  iota\tkappa".split(" ")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ingestaudit.metrics.boilerplate import align_removal
+from ingestaudit.metrics.offsets import OffsetMap
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.stages.cleaners import (
     Cleaner,
@@ -174,6 +175,58 @@ def test_unstructured_supports_only_unstructured_categories():
     tagged = ParsedDocument(text="x", blocks=blocks(("x", "footer", 1)), parser="precomputed-run")
     assert c.supports(CleanerInput.from_parsed(tagged)) is None
     assert c.supports(CleanerInput.from_text("plain")) is not None
+
+
+# --- exact offset maps of the line- and block-removal cleaners -------------------------------------------------------
+
+def test_unstructured_map_points_at_the_copy_it_kept_where_an_alignment_picks_the_first():
+    # "Header\n\nA" twice; page 1's copy is a header and a footer, page 2's is content: the output is page 2's copy
+    text = "Header\n\nA\n\nHeader\n\nA"
+    bl = blocks(("Header", "header", 1), ("A", "footer", 1), ("Header", "paragraph", 2), ("A", "paragraph", 2))
+    out = UnstructuredCleaner().clean(CleanerInput.from_parsed(ParsedDocument(text=text, blocks=bl,
+                                                                              parser="unstructured")))
+    assert out.text == "Header\n\nA"
+    assert out.pieces == ((0, 11, 9),)  # the kept blocks and the blank line between them are input [11, 20)
+    assert OffsetMap.from_pieces(9, len(text), out.pieces).source.tolist() == list(range(11, 20))
+    # what the chain did before: a Levenshtein alignment maps the output onto the FIRST copy
+    assert OffsetMap.from_alignment(out.text, text).source.tolist() == list(range(0, 9))
+
+
+def test_unstructured_map_leaves_an_inserted_separator_unmapped_and_gives_up_on_a_missing_block():
+    text = "Intro\n\nACME\n\nBody."
+    bl = blocks(("Intro", "heading", 1), ("ACME", "header", 1), ("Body.", "paragraph", 1))
+    out = UnstructuredCleaner().clean(CleanerInput.from_parsed(ParsedDocument(text=text, blocks=bl,
+                                                                              parser="unstructured")))
+    assert out.text == "Intro\n\nBody."
+    # "Intro" = input [0, 5); the blank line joins blocks that were not adjacent in the input: inserted, unmapped
+    assert out.pieces == ((0, 0, 5), (7, 13, 5))
+    moved = UnstructuredCleaner().clean(CleanerInput.from_parsed(ParsedDocument(text="other text", blocks=bl,
+                                                                                parser="unstructured")))
+    assert moved.pieces is None  # a block not in the input text: no exact map (the chain aligns instead)
+
+
+def test_repeated_lines_map_keeps_a_running_head_on_the_page_where_it_is_content():
+    # edge_lines 1: "Header" heads all 3 pages and "A" ends pages 1 and 2, so both are removed there; on page 3 "A"
+    # is not an edge line and is kept: the output "A" must map to page 3's copy (input 25), not page 1's (7)
+    source = "Header\nA\fHeader\nA\fHeader\nA\nmore"
+    out = RepeatedLinesCleaner(edge_lines=1).clean(CleanerInput.from_text(source))
+    assert out.text == "\f\fA\nmore"
+    assert out.pieces == ((0, 8, 1), (1, 17, 1), (2, 25, 6))  # the two page separators, then page 3's "A\nmore"
+    assert OffsetMap.from_pieces(len(out.text), len(source), out.pieces).source.tolist() == [8, 17, *range(25, 31)]
+
+
+def test_repeated_lines_map_on_pymupdf_pages_whose_trailing_newline_the_text_dropped():
+    pages = ("Head\nBody one\nFoot 1\n", "Head\nBody two\nFoot 2\n")
+    text = "\n\n".join(p.rstrip("\n") for p in pages)  # the pymupdf parser's convention
+    out = RepeatedLinesCleaner(edge_lines=1).clean(CleanerInput.from_parsed(ParsedDocument(text=text, pages=pages)))
+    assert out.text == "Body one\n\n\nBody two\n"
+    # "Body one\n" = input [5, 14), "Body two\n" = input [27, 36); the separator between the pages is the cleaner's
+    # own (page 1's trailing newline is not in the input text there), so it maps nowhere
+    assert out.pieces == ((0, 5, 9), (11, 27, 9))
+
+
+def test_the_none_cleaner_map_is_the_identity():
+    assert load_cleaner("none").clean(CleanerInput.from_text("a\nb")).pieces == ((0, 0, 3),)
 
 
 # --- trafilatura ---------------------------------------------------------------------------------------------------

@@ -61,12 +61,15 @@ def _normalise_page_starts(starts: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-def _heading_tuple(h: Any) -> tuple[int, int, int, str]:
-    """A heading as ``(start, end, level, text)`` from a tuple or an object with those attributes (`HeadingPos`)."""
+def _heading_tuple(h: Any) -> tuple[int, int, int | None, str]:
+    """A heading as ``(start, end, level, text)`` from a tuple or an object with those attributes (`HeadingPos`);
+    a level that is not an int >= 1 becomes None (unknown: `ingestaudit.textlayout` says how paths treat it)."""
     if hasattr(h, "start") and hasattr(h, "text"):
-        return int(h.start), int(h.end), int(h.level or 1), str(h.text)
-    start, end, level, text = h
-    return int(start), int(end), int(level or 1), str(text)
+        start, end, level, text = h.start, h.end, h.level, h.text
+    else:
+        start, end, level, text = h
+    known = isinstance(level, int) and not isinstance(level, bool) and level >= 1
+    return int(start), int(end), int(level) if known else None, str(text)
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,8 @@ class ChunkerInput:
         page_starts: offset where each page starts, in page order. Either the `TextLayout` form (page 1 first, so
             ``page_starts[0] == 0``) or only the starts of pages 2.. (page 1 starts at 0); `__post_init__` turns the
             second form into the first. Empty = one page.
-        headings: ``(start, end, level, text)`` per located heading, in text order (level 1 = top); `HeadingPos`
-            objects are accepted and turned into tuples.
+        headings: ``(start, end, level, text)`` per located heading, in text order (level 1 = top, None =
+            unknown); `HeadingPos` objects are accepted and turned into tuples.
         block_spans: ``(start, end, kind)`` per parser block located in ``text`` (kind from
             `ingestaudit.model.BLOCK_KINDS`), in text order; the ``structural`` chunker keeps ``table`` blocks and
             runs of ``list_item`` blocks whole. Build them with `block_spans_from_parsed`.
@@ -90,7 +93,7 @@ class ChunkerInput:
 
     text: str
     page_starts: tuple[int, ...] = (0,)
-    headings: tuple[tuple[int, int, int, str], ...] = ()
+    headings: tuple[tuple[int, int, int | None, str], ...] = ()
     block_spans: tuple[tuple[int, int, str], ...] = ()
     blocks: tuple[Block, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
@@ -193,6 +196,13 @@ class Chunker(ABC):
     def settings(self) -> dict[str, Any]:
         """Every option that changes the output, JSON-serialisable; printed in the report."""
         return {}
+
+    def max_overlap(self) -> int | None:
+        """The most code points a chunk's pointer interval may share with the previous chunk's, as this chunker
+        declares it (its ``overlap`` in characters, 0 for a chunker whose chunks never overlap); None when it declares
+        no bound in code points (an overlap in tokens, a user chunker). The chain rejects output that breaks the
+        declared bound (`ingestaudit.chain.check_chunks`: "overlapping nonsense")."""
+        return None
 
     def available(self) -> tuple[bool, str]:
         """``(True, version)`` when usable here, else ``(False, what to install)``."""

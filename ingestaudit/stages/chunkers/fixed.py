@@ -73,6 +73,13 @@ class FixedChunker(Chunker):
                     break
         return [inp.chunk_at(s, e) for s, e in spans]
 
+    def max_overlap(self) -> int | None:
+        """``overlap`` in chars; in tokens 0 when ``overlap`` is 0 (windows of distinct word pieces share no code
+        point), else None (an overlap of word pieces has no fixed length in code points)."""
+        if self.unit == "chars" or self.overlap == 0:
+            return self.overlap
+        return None
+
     def settings(self) -> dict[str, Any]:
         """size, overlap, unit."""
         return {"size": self.size, "overlap": self.overlap, "unit": self.unit,

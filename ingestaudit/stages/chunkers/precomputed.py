@@ -58,14 +58,21 @@ class PrecomputedChunker(Chunker):
     Options:
         normalises_whitespace: declare that the precomputed chunk texts may differ from the cleaned text by white
             space only (the attribution audit then compares after collapsing white space). Default False.
+        max_overlap: declare the most code points a chunk may share with the previous one (the pipeline's chunk
+            overlap in characters); output that breaks it is rejected as overlapping nonsense
+            (`ingestaudit.chain.check_chunks`). Default None: not declared, not checked.
     """
 
     name: ClassVar[str] = "precomputed"
 
-    def __init__(self, *, normalises_whitespace: bool = False) -> None:
+    def __init__(self, *, normalises_whitespace: bool = False, max_overlap: int | None = None) -> None:
         if not isinstance(normalises_whitespace, bool):
             raise ValueError(f"normalises_whitespace must be true or false, got {normalises_whitespace!r}")
+        if max_overlap is not None and (isinstance(max_overlap, bool) or not isinstance(max_overlap, int)
+                                        or max_overlap < 0):
+            raise ValueError(f"max_overlap must be an integer >= 0 or absent, got {max_overlap!r}")
         self.normalises_whitespace = normalises_whitespace  # type: ignore[misc]  # per instance on purpose
+        self._max_overlap = max_overlap
 
     def chunk(self, inp: ChunkerInput, tokens: TokenCounter | None = None) -> list[Chunk]:
         """The precomputed chunks, in the order given.
@@ -80,6 +87,10 @@ class PrecomputedChunker(Chunker):
             raise ChunkerError(f"precomputed: 'chunks' must be a list, got {type(items).__name__}")
         return [chunk_from_dict(item, i) for i, item in enumerate(items)]
 
+    def max_overlap(self) -> int | None:
+        """The declared ``max_overlap`` (None: not declared)."""
+        return self._max_overlap
+
     def settings(self) -> dict[str, Any]:
-        """normalises_whitespace."""
-        return {"normalises_whitespace": self.normalises_whitespace}
+        """normalises_whitespace, max_overlap."""
+        return {"normalises_whitespace": self.normalises_whitespace, "max_overlap": self._max_overlap}

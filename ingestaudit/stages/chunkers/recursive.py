@@ -5,10 +5,14 @@ Separators paragraph ``"\\n\\n"``, line ``"\\n"``, sentence ``". "``, word ``" "
 semchunk (isaacus-dev/semchunk 4.x, ``chunk(..., offsets=True)``) also guarantees ``chunks[i] == text[start:end]``,
 but its splitting rule differs (the *longest* run of newlines first, then tabs, then white space preceded by
 punctuation, then punctuation characters, with separators removed from the chunks) and its overlap shrinks the
-working chunk size to ``min(overlap, size - overlap)``, so it is not LangChain's splitter; this module implements
-LangChain's recursion itself and carries the offsets through it. Checked against langchain-text-splitters 1.1.3
-(not a dependency; `tests/stages/test_chunkers.py` runs the comparison where it is installed): identical chunk texts on
-the chroma-chunking-eval corpora and random texts, sizes 37-1000, overlaps 0-50, both ``keep_separator`` modes.
+working chunk size to ``min(overlap, size - overlap)``, so it is not LangChain's splitter; and LangChain's own
+splitter returns strings whose offsets it recovers by a text search (``add_start_index``: ``text.find`` from the
+previous chunk's start plus its length minus the overlap, in ``create_documents``), the kind of pointer this project
+audits. So this module implements LangChain's recursion
+itself and carries the offsets through it, and the test suite holds it to langchain-text-splitters 1.1.3 as an oracle
+(a test dependency, in the ``test`` extra): identical chunk texts on random texts of repeated words, sizes 37-300,
+overlaps 0-50, both ``keep_separator`` modes, in characters and with a word-count length function
+(`tests/stages/test_chunkers.py`).
 """
 
 from __future__ import annotations
@@ -31,11 +35,12 @@ class RecursiveChunker(Chunker):
 
     Options:
         size: maximum chunk length, in ``unit``: the sum of the lengths of the pieces a chunk is merged from
-            (LangChain's definition). In ``chars`` this is exactly the chunk's length in code points, so ``len(chunk.text) <= size``
-            always holds (a chunk is at least one character). In ``tokens`` it is the sum of the pieces' word-piece
-            counts (`TokenCounter.count_tokens`, special tokens excluded); this equals the count of the chunk text
-            whenever pieces meet at white space or punctuation (BERT pre-tokenisation splits there), and only
-            character-level pieces of an over-long word can make the two differ. Default 1000 chars.
+            (LangChain's definition). In ``chars`` this is exactly the chunk's length in code points, so
+            ``len(chunk.text) <= size`` always holds (a chunk is at least one character). In ``tokens`` it is the
+            sum of the pieces' word-piece counts (`TokenCounter.count_tokens`, special tokens excluded); this
+            equals the count of the chunk text whenever pieces meet at white space or punctuation (BERT
+            pre-tokenisation splits there), and only character-level pieces of an over-long word can make the two
+            differ. Default 1000 chars.
         overlap: consecutive chunks of one merge run share up to this length (LangChain's ``chunk_overlap``; supported
             in both units; 0 <= overlap < size). Chunks from different recursion branches do not overlap. Default 0.
         unit: ``"chars"`` (code points, default) or ``"tokens"`` (the pipeline embedder's word pieces).
@@ -68,6 +73,11 @@ class RecursiveChunker(Chunker):
         splitter = RecursiveSplitter(inp.text, size=self.size, overlap=self.overlap, lengths=lengths,
                                      separators=self.separators, keep_separator=self.keep_separator)
         return [inp.chunk_at(s, e) for s, e in splitter.split()]
+
+    def max_overlap(self) -> int | None:
+        """``overlap`` in chars (consecutive chunks of one merge run share at most that many code points); None in
+        tokens."""
+        return self.overlap if self.unit == "chars" else None
 
     def settings(self) -> dict[str, Any]:
         """size, overlap, unit, separators, keep_separator, and the fixed conventions (stripping, length rule)."""

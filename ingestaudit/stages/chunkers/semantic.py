@@ -148,6 +148,10 @@ class SemanticChunker(Chunker):
             out.extend(splitter.merge(good))
         return out
 
+    def max_overlap(self) -> int | None:
+        """0: semantic chunks (and the pieces of a capped one) never overlap."""
+        return 0
+
     def version(self) -> str:
         """ingestaudit's version and spaCy's (the sentence segmenter).
 

@@ -102,6 +102,10 @@ class StructuralChunker(Chunker):
             out.extend(inp.chunk_at(s, e) for s, e in pieces)
         return out
 
+    def max_overlap(self) -> int | None:
+        """``overlap`` in chars (only pieces of one long section overlap); None in tokens."""
+        return self.overlap if self.unit == "chars" else None
+
     def settings(self) -> dict[str, Any]:
         """size, overlap, unit, keep_whole."""
         return {"size": self.size, "overlap": self.overlap, "unit": self.unit, "keep_whole": list(self.keep_whole),

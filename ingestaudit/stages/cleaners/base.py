@@ -8,6 +8,7 @@ Construction is cheap; heavy libraries are imported in `Cleaner.clean`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -101,6 +102,11 @@ class CleanerInput:
             raise CleanerError(f"{self.source_path}: unreadable ({exc.strerror or exc})") from None
 
 
+Piece = tuple[int, int, int]
+"""``(out_start, in_start, length)``: output ``[out_start, out_start + length)`` is input
+``[in_start, in_start + length)`` character for character (`ingestaudit.metrics.offsets.OffsetMap.from_pieces`)."""
+
+
 @dataclass(frozen=True)
 class CleanResult:
     """A cleaner's output.
@@ -108,10 +114,69 @@ class CleanResult:
     Attributes:
         text: the main content.
         detail: JSON-serialisable diagnostics (what was removed and why), copied into the report rows.
+        pieces: the exact offset map of a cleaner that keeps and drops spans of ``CleanerInput.text`` (a line- or
+            block-removal cleaner): the `Piece` runs of the output it kept, in output order; output characters in no
+            piece (a separator it inserted) come from nowhere. None for a cleaner that rewrites its input
+            (trafilatura reads the raw HTML): the chain then aligns the output with the input
+            (`ingestaudit.metrics.offsets.OffsetMap.from_alignment`), which on repeated text may pick the wrong copy.
     """
 
     text: str
     detail: dict[str, Any] = field(default_factory=dict)
+    pieces: tuple[Piece, ...] | None = None
+
+
+def join_kept(segments: Iterable[tuple[str, int | None]], source: str) -> tuple[str, tuple[Piece, ...]]:
+    """Concatenate a cleaner's output segments and record where each came from in ``source`` (its input text).
+
+    Args:
+        segments: ``(text, in_start)`` in output order; ``in_start`` is where the segment was kept from in
+            ``source``, or None for text the cleaner inserted.
+        source: the cleaner's input text.
+
+    Each kept segment maps character for character as far as it equals ``source`` from ``in_start`` (its longest
+    common prefix with ``source[in_start:]``); the rest of it maps nowhere, so a piece never claims a character the
+    input does not hold there. Pieces contiguous in both texts are merged.
+
+    Returns:
+        ``(output text, pieces)`` (see `CleanResult.pieces`).
+    """
+    parts: list[str] = []
+    pieces: list[list[int]] = []
+    out = 0
+    for text, at in segments:
+        if at is not None and 0 <= at <= len(source):
+            n = 0
+            limit = min(len(text), len(source) - at)
+            while n < limit and text[n] == source[at + n]:
+                n += 1
+            if n:
+                if pieces and pieces[-1][0] + pieces[-1][2] == out and pieces[-1][1] + pieces[-1][2] == at:
+                    pieces[-1][2] += n
+                else:
+                    pieces.append([out, at, n])
+        parts.append(text)
+        out += len(text)
+    return "".join(parts), tuple((a, b, c) for a, b, c in pieces)
+
+
+def locate_in_order(source: str, texts: Sequence[str]) -> list[int] | None:
+    """Where each of ``texts`` starts in ``source``, searched in order, each at or after the end of the previous one
+    (exact `str.find` of the text stripped of surrounding white space, moved back by the white space stripped from
+    its front); None when one is not found (the caller then gives no exact map)."""
+    out: list[int] = []
+    cursor = 0
+    for text in texts:
+        core = text.strip()
+        if not core:
+            out.append(cursor)
+            continue
+        at = source.find(core, cursor)
+        if at < 0:
+            return None
+        out.append(at - (len(text) - len(text.lstrip())))
+        cursor = at + len(core)
+    return out
 
 
 class Cleaner(ABC):

@@ -19,7 +19,10 @@ The rule, for a document of ``n >= 2`` pages (a parser's pages, or a plain text 
 
 Every edge line whose key is repeated (rule 3) or that is a page number (rule 4) is removed with its line break;
 other lines are kept verbatim, and the pages are joined with the input's page separator. The detail lists the
-removed lines with their page, position (``top``/``bottom``) and rule.
+removed lines with their page, position (``top``/``bottom``) and rule. The result carries the exact offset map
+(`CleanResult.pieces`: each kept line maps to its own place in the input text, so a running head kept on one page
+maps to that page's copy); it is None, and the chain aligns instead, when a page's text cannot be found in the input
+text in order.
 
 Design of the rule: running heads and folios are the classic "repeated at the same place on most pages" signal
 used by PDF-to-text cleaners; this implementation is ingestaudit's own and is documented here so its numbers can be
@@ -35,7 +38,7 @@ from collections import Counter
 from typing import Any
 
 from ingestaudit import __version__
-from ingestaudit.stages.cleaners.base import Cleaner, CleanerInput, CleanResult
+from ingestaudit.stages.cleaners.base import Cleaner, CleanerInput, CleanResult, join_kept, locate_in_order
 
 _N = r"(?:\d{1,5}|(?=[mdclxvi])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
 _OF = r"(?:of|/|von|de|di|sur|z|av|af)"
@@ -136,9 +139,16 @@ class RepeatedLinesCleaner(Cleaner):
                 return False
             return count[key] >= need_all or any(parity[key, q] >= need_par[q] for q in (0, 1))
 
-        out_pages, removed = [], []
+        starts = locate_in_order(inp.text, inp.pages)  # where each page lies in inp.text, for the exact map
+        segments: list[tuple[str, int | None]] = []
+        removed = []
         for p, (lines, zone) in enumerate(zip(pages, edges)):
-            keep = []
+            if p:
+                prev_end = starts[p - 1] + len(inp.pages[p - 1]) if starts else None
+                sep = inp.page_separator
+                segments.append((sep, prev_end if prev_end is not None and starts[p] == prev_end + len(sep)
+                                 else None))
+            at = starts[p] if starts else None
             for i, line in enumerate(lines):
                 rule = None
                 if i in zone:
@@ -147,13 +157,15 @@ class RepeatedLinesCleaner(Cleaner):
                     elif is_page_number(line):
                         rule = "page_number"
                 if rule is None:
-                    keep.append(line)
+                    segments.append((line, at))
                 else:
                     removed.append({"page": p + 1, "where": zone[i], "rule": rule, "text": line.strip()[:80]})
-            out_pages.append("".join(keep))
+                if at is not None:
+                    at += len(line)
+        text, pieces = join_kept(segments, inp.text)
         rules = Counter(r["rule"] for r in removed)
-        return CleanResult(inp.page_separator.join(out_pages), {
+        return CleanResult(text, {
             "pages": n, "removed_lines": len(removed), "by_rule": dict(sorted(rules.items())),
             "removed": removed[:MAX_LISTED],
             "thresholds": {"pages": need_all, "odd_pages": need_par[0], "even_pages": need_par[1]},
-        })
+        }, pieces if starts is not None else None)

@@ -4,7 +4,8 @@ It reads the layout blocks of the parsed document: the ``unstructured`` parser m
 ``Page-header`` to block kind ``header``, ``Footer`` and ``Page-footer`` to ``footer`` and ``PageNumber`` to
 ``page_number`` (`ingestaudit.parsers.unstructured_parser.CATEGORY_KINDS`). The output joins the text of every other
 non-empty block with a blank line, which is how that parser builds its text, so the output is the parsed text minus
-the dropped elements.
+the dropped elements; the result carries that exact offset map (`CleanResult.pieces`: each kept block maps to its own
+place in the input text, located in reading order; None, so the chain aligns instead, when a block is not found).
 
 Where Unstructured assigns these categories (0.27): the PDF ``fast`` strategy calls
 ``unstructured.partition.text.element_from_text`` with each element's coordinates, which returns a ``Header`` when
@@ -19,7 +20,14 @@ import importlib.metadata
 from collections import Counter
 from typing import Any
 
-from ingestaudit.stages.cleaners.base import Cleaner, CleanerInput, CleanerUnavailable, CleanResult
+from ingestaudit.stages.cleaners.base import (
+    Cleaner,
+    CleanerInput,
+    CleanerUnavailable,
+    CleanResult,
+    join_kept,
+    locate_in_order,
+)
 
 DROP_KINDS = ("header", "footer", "page_number")
 """Block kinds removed (Unstructured categories Header/Page-header, Footer/Page-footer, PageNumber)."""
@@ -75,10 +83,23 @@ class UnstructuredCleaner(Cleaner):
             UnsupportedInput: see `supports`.
         """
         self._check(inp)
-        blocks = sorted(inp.blocks, key=lambda b: b.order)
-        kept = [b.text for b in blocks if b.kind not in DROP_KINDS and b.text.strip()]
-        dropped = [b for b in blocks if b.kind in DROP_KINDS]
-        return CleanResult(SEPARATOR.join(kept), {
+        blocks = [b for b in sorted(inp.blocks, key=lambda b: b.order) if b.text.strip()]
+        starts = locate_in_order(inp.text, [b.text for b in blocks])  # where each block lies, for the exact map
+        segments: list[tuple[str, int | None]] = []
+        prev_end: int | None = None  # input end of the last kept block
+        for k, b in enumerate(blocks):
+            if b.kind in DROP_KINDS:
+                prev_end = None
+                continue
+            at = starts[k] if starts else None
+            if segments:  # the separator comes from the input when the two kept blocks are adjacent there
+                adjacent = prev_end is not None and at == prev_end + len(SEPARATOR)
+                segments.append((SEPARATOR, prev_end if adjacent else None))
+            segments.append((b.text, at))
+            prev_end = at + len(b.text) if at is not None else None
+        text, pieces = join_kept(segments, inp.text)
+        dropped = [b for b in sorted(inp.blocks, key=lambda b: b.order) if b.kind in DROP_KINDS]
+        return CleanResult(text, {
             "removed_blocks": dict(sorted(Counter(b.kind for b in dropped).items())),
             "removed": [{"page": b.page, "kind": b.kind, "text": b.text[:80]} for b in dropped[:MAX_LISTED]],
-        })
+        }, pieces if starts is not None else None)
