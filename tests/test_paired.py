@@ -36,3 +36,26 @@ def test_identical_parsers_have_p_one():
 
 def test_one_parser_gives_no_tests():
     assert paired_tests([row("d1", "a", 0.1), row("d2", "a", 0.2)], ["a"]) == []
+
+
+def counted(doc, parser, value, den):
+    return MeasurementRow(item=doc, item_kind="document", doc_class="c", pipeline=parser, stage="extraction",
+                          metric="extraction.cer", label="", value=value, numerator=value * den, denominator=den,
+                          state="ok", detail={})
+
+
+def test_micro_values_are_compared_by_the_bootstrap_of_the_micro_value_not_by_signs():
+    # b doubles the CER of 15 long documents and zeroes 15 tiny ones: as many items better as worse (a sign test
+    # sees nothing), but b's micro CER is 0.198 against a's 0.1: a is better on every resample
+    dens = [1000.0] * 15 + [10.0] * 15
+    rows = [counted(f"d{i:02d}", "a", 0.1, d) for i, d in enumerate(dens)]
+    rows += [counted(f"d{i:02d}", "b", 0.2 if i < 15 else 0.0, d) for i, d in enumerate(dens)]
+    (t,) = [t for t in paired_tests(rows, ["a", "b"]) if t.doc_class == "c"]
+    assert t.method.startswith("paired bootstrap") and t.diff == pytest.approx(3000 / 15150 - 1515 / 15150)
+    assert t.p_value == pytest.approx(2 / 1001) and t.significant and t.better == "a"  # two-sided: 2 / (1 + B)
+
+
+def test_the_tests_run_on_the_keys_given():
+    rows = [row(f"d{i}", p, 0.1 * i + (p == "b")) for i in range(8) for p in ("a", "b")]
+    assert paired_tests(rows, ["a", "b"], keys=[("tables.teds", "")]) == []
+    assert {t.metric for t in paired_tests(rows, ["a", "b"], keys=[("extraction.cer", "")])} == {"extraction.cer"}

@@ -41,11 +41,21 @@ class MetricSpec:
 
     @property
     def default_budget(self) -> float | str:
-        """The declared ``budget``; else 0.01 (absolute) for a bounded metric and for an edit rate (unit chars or
-        words: CER and WER can exceed 1 but live near [0, 1]), and ``"5%"`` (of the baseline value) for an
-        unbounded count or rate (documents in the largest cluster, false positives per 1,000 tokens)."""
+        """The declared ``budget``; else, by rule (`BUDGET_RULE`):
+
+        * ``0.001`` for a defect share of characters or tokens (lower is better, in [0, 1], unit chars or tokens:
+          replacement characters, truncated word pieces): such shares live near 0, where 0.01 would let a tenfold
+          rise pass;
+        * ``0.01`` (absolute) for any other bounded metric and for an edit rate (unit chars or words: CER and WER
+          can exceed 1 but live near [0, 1]);
+        * ``"5%"`` (of the baseline value) for an unbounded count or rate (documents in the largest cluster, false
+          positives per 1,000 tokens), whose scale depends on the corpus.
+        """
         if self.budget is not None:
             return self.budget
+        if (not self.higher_is_better and self.ideal is None and self.low == 0.0 and self.high == 1.0
+                and self.unit in ("chars", "tokens")):
+            return 0.001
         return 0.01 if self.high is not None or self.unit in ("chars", "words") else "5%"
 
     def badness(self, value: float) -> float:
@@ -59,6 +69,11 @@ class MetricSpec:
         """The stage prefix of ``name``."""
         return self.name.split(".", 1)[0]
 
+
+BUDGET_RULE = ("a metric's declared budget, else 0.001 for a defect share of characters or tokens (lower is "
+               "better, in [0, 1]), 0.01 for any other bounded metric or edit rate, and 5% of the baseline value "
+               "for an unbounded count or rate")
+"""The rule of `MetricSpec.default_budget` in words (printed in docs/metrics.md)."""
 
 _REGISTRY: dict[str, MetricSpec] = {}
 

@@ -6,30 +6,38 @@ error. Items pair by id and content hash (`CorpusInfo.item_hashes`: a document o
 is listed as changed, never compared with its old self; a report without hashes pairs by id). A summary row of the
 baseline is gated against the head's row of the same (mapped) pipeline, class, metric and label.
 
-Per gated row, on the items ``ok`` on both sides (see `ingestaudit.report.stats`): the difference of the headline
-value (micro when the rows carry counts, else the mean) with a paired bootstrap interval, and a paired test (sign
-test for micro rows, Wilcoxon for macro rows). The **worsening** is the difference oriented so that positive is
-worse (`ingestaudit.metrics.specs.MetricSpec.badness`; the ``retrieved`` share of the loss waterfall is better
-higher, its loss shares better lower).
+Per gated row, on the items ``ok`` on both sides (`ingestaudit.report.stats`): the head's and the baseline's
+headline values over those items (micro when the rows carry counts, else the mean), their difference with a paired
+bootstrap interval, and the **worsening**: the difference oriented so that positive is worse
+(`ingestaudit.report.stats.Orientation`: the metric's declared direction or ideal; the ``retrieved`` share of the
+loss waterfall is better higher, its loss shares better lower). The test is of that number in that direction,
+one-sided: for a micro value the paired bootstrap over items (numerators and denominators of both reports
+resampled together; p = the share of resamples in which the head is not worse), for a macro value the Wilcoxon
+signed-rank test of the per-item worsenings.
 
 Verdict per row:
 
-* ``not comparable``: the definition fingerprints differ (the metric's declaration, its stage's options or the
-  run settings that change it: `ingestaudit.report.schema.definition_inputs`); never a regression;
-* ``regression``: worsening > budget and significant: Holm-adjusted p < alpha (0.05) within Tarone's family
-  (`ingestaudit.report.stats.family_adjust`: the rows whose test could reach alpha / K);
+* ``not comparable``: the definition fingerprints differ (the metric's declaration, the stage options that change
+  its numbers, the run settings that change it: `ingestaudit.report.schema.definition_inputs`; library versions of
+  the stage under audit and run-time budgets are not part of it); never a regression;
+* ``regression``: worsening > budget **and** significant: Holm-adjusted one-sided p < alpha (0.05) within Tarone's
+  family (`ingestaudit.report.stats.family_adjust`: the rows whose test could reach alpha / K);
 * ``regression`` marked **underpowered**: worsening > budget on a row so small that no test on its pairs could
-  reach alpha / K (`ingestaudit.report.stats.underpowered`): the budget alone decides, and the row says so;
+  reach alpha / K (``0.5 ** pairs > alpha / K``, `ingestaudit.report.stats.underpowered`): the budget alone
+  decides, and the row says so;
 * ``regression`` marked **budget only**: a corpus-level value (one number per class, no items to pair);
-* ``within noise``: worsening > budget but not significant; ``within budget``; ``improved``; ``unchanged``.
+* ``within noise``: worsening > budget but not significant (the three that moved most are named, with their
+  items); ``within budget``; ``improved``; ``unchanged``.
 
 **Budget**: the largest worsening tolerated, absolute (``0.01``) or relative to the baseline value on the paired
-items (``"5%"``): each metric's declared default (`MetricSpec.default_budget`), overridden by ``[gate]`` in the
-config, overridden by ``--budget METRIC=X``.
+items (``"5%"``): each metric's declared default (`MetricSpec.default_budget`, listed in docs/metrics.md),
+overridden by ``[gate]`` in the config, overridden by ``--budget METRIC=X``.
 
 Besides rows: an item that was ``ok`` in the baseline and is ``error`` or ``no_prediction`` in the head is a
-**hard regression** (as is a whole stage that newly failed); items added, removed, changed or no longer measured
-are listed. The gate fails (exit 1) on any regression or hard regression.
+**hard regression** (as is a whole stage that newly failed); a row the baseline has and the head lacks (a metric,
+a stage or a class no longer reported for a paired pipeline) is **missing**, and fails the gate like a hard
+regression: a measurement that silently disappears is never a pass. Items added, removed, changed or no longer
+measured are listed. The gate fails (exit 1) on any regression, hard regression or missing row.
 """
 
 from __future__ import annotations
@@ -42,15 +50,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingestaudit.metrics import specs
-from ingestaudit.metrics.significance import min_attainable_p
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
-from ingestaudit.report.stats import (ALPHA, Pairs, compare_pairs, family_adjust, pairs_of, row_seed,
-                                      underpowered)
-from ingestaudit.report.tables import direction, g4
+from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
+                                      orientation_of, pairs_of, resamples_for_family, row_seed, underpowered)
+from ingestaudit.report.tables import direction, g4, measurement_rows
 
 HARD_STATES = ("error", "no_prediction")
 MAX_LISTED = 10  # regressions printed before "... and N more"
 MOVED_SHOWN = 3  # items named per regression
+NOISE_SHOWN = 3  # rows within noise named (those that moved most beyond their budget)
 
 
 class GateError(Exception):
@@ -149,14 +157,8 @@ def budget_for(metric: str, budgets: Mapping[str, Budget]) -> Budget:
 
 
 def badness(metric: str, label: str, value: float) -> float:
-    """How bad ``value`` is (larger is worse): the spec's orientation; the waterfall's ``retrieved`` share is better
-    higher while its loss shares are better lower; an unregistered metric is assumed better higher."""
-    if metric.startswith("retrieval.outcome@") and label == "retrieved":
-        return -value
-    try:
-        return specs.get(metric).badness(value)
-    except KeyError:
-        return -value
+    """How bad ``value`` is (larger is worse): `ingestaudit.report.stats.orientation_of` the metric."""
+    return float(orientation_of(metric, label).badness(value))
 
 
 # --- result objects --------------------------------------------------------------------------------------------------
@@ -184,6 +186,8 @@ class RowResult:
     status: str
     base: float | None  # summary headline values, as the two reports print them
     head: float | None
+    base_paired: float | None = None  # the headline values over the paired items (what is gated)
+    head_paired: float | None = None
     n_pairs: int = 0
     moved: int = 0
     diff: float | None = None  # head - base on the paired items
@@ -193,8 +197,9 @@ class RowResult:
     budget: str = ""
     allowed: float | None = None
     test: str = ""
-    p_value: float | None = None
+    p_value: float | None = None  # one-sided: evidence that the head is worse
     p_holm: float | None = None
+    resamples: int = 0  # bootstrap resamples behind a micro row's p
     underpowered: bool = False
     budget_only: bool = False  # corpus-level value: no items to pair
     reason: str = ""  # not comparable: what changed
@@ -206,10 +211,13 @@ class RowResult:
 
     @property
     def severity(self) -> float:
-        """Worsening in budgets (infinite for a zero budget)."""
+        """Worsening in budgets (infinite for a zero budget), to 3 significant digits so that rows equally far
+        beyond their budgets tie and the tie goes to the significant ones (float noise never decides the order)."""
         if self.worse is None:
             return 0.0
-        return self.worse / self.allowed if self.allowed else math.inf
+        if not self.allowed:
+            return math.inf if self.worse > 0 else 0.0
+        return float(f"{self.worse / self.allowed:.3g}")
 
 
 @dataclass
@@ -224,6 +232,19 @@ class HardRegression:
 
 
 @dataclass
+class MissingRows:
+    """Rows of the baseline that the head no longer reports, for one paired pipeline: ``what`` is ``"stage"``
+    (every row of a stage), ``"class"`` (every row of a class) or ``"metric"`` (one metric[label] in the listed
+    classes)."""
+
+    pipeline: str
+    what: str
+    name: str
+    classes: list[str]
+    rows: int
+
+
+@dataclass
 class Comparison:
     """Everything the gate found."""
 
@@ -233,6 +254,7 @@ class Comparison:
     hard: list[HardRegression]
     pipelines: dict[str, Any]
     items: dict[str, list[str]]
+    missing: list[MissingRows] = field(default_factory=list)
     alpha: float = ALPHA
     family: int = 0  # K, the size bound of Tarone's family
     same_corpus: bool = True
@@ -246,8 +268,15 @@ class Comparison:
                                            r.pipeline, r.doc_class, r.metric, r.label))
 
     @property
+    def within_noise(self) -> list[RowResult]:
+        """Rows that worsened beyond their budget without being significant, furthest beyond first."""
+        rows = [r for r in self.rows if r.status == "within_noise"]
+        return sorted(rows, key=lambda r: (-r.severity, r.doc_class == ALL_CLASSES, r.pipeline, r.doc_class,
+                                           r.metric, r.label))
+
+    @property
     def failed(self) -> bool:
-        return bool(self.hard or self.regressions)
+        return bool(self.hard or self.regressions or self.missing)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)
@@ -264,8 +293,10 @@ class Comparison:
                       key=lambda r: (r.status, r.pipeline, r.doc_class, r.metric, r.label))
         return {"verdict": "failed" if self.failed else "held", "alpha": self.alpha, "family_size": self.family,
                 "base": self.base_label, "head": self.head_label, "same_corpus": self.same_corpus,
-                "counts": {s: self.count(s) for s in STATUSES} | {"hard_regressions": len(self.hard)},
+                "counts": {s: self.count(s) for s in STATUSES} | {"hard_regressions": len(self.hard),
+                                                                   "missing_rows": sum(m.rows for m in self.missing)},
                 "hard_regressions": [asdict(h) for h in self.hard], "regressions": [row(r) for r in regs],
+                "missing_in_head": [asdict(m) for m in self.missing],
                 "rows": [row(r) for r in rest], "pipelines": self.pipelines, "items": self.items}
 
 
@@ -310,15 +341,24 @@ def _headline(row: SummaryRow | None) -> float | None:
 
 
 def _index(report: Report) -> dict[tuple[str, str, str], dict[str, MeasurementRow]]:
+    """Every row by (pipeline, metric, label) and item; only the rows in `HARD_STATES` keep their detail (the gate
+    quotes their message), the others are read without it (`measurement_rows`, streamed from the store)."""
     out: dict[tuple[str, str, str], dict[str, MeasurementRow]] = defaultdict(dict)
-    for m in report.measurements:
+    for m in measurement_rows(report, detail=False):
+        out[(m.pipeline, m.metric, m.label)][m.item] = m
+    for m in measurement_rows(report, states=HARD_STATES):
         out[(m.pipeline, m.metric, m.label)][m.item] = m
     return out
 
 
 def _same_content(item: str, base: Report, head: Report) -> bool:
+    """Whether ``item`` has the same content hash in both reports (or either has none); hashes are compared on
+    their common prefix (schema 2.1 keeps 16 hex digits, older reports all 64)."""
     hb, hh = base.corpus.item_hashes.get(item), head.corpus.item_hashes.get(item)
-    return hb is None or hh is None or hb == hh
+    if hb is None or hh is None:
+        return True
+    n = min(len(hb), len(hh))
+    return hb[:n] == hh[:n]
 
 
 def _pairs(b_rows: Mapping[str, MeasurementRow], h_rows: Mapping[str, MeasurementRow], doc_class: str,
@@ -335,18 +375,14 @@ def _pairs(b_rows: Mapping[str, MeasurementRow], h_rows: Mapping[str, Measuremen
     return pairs_of([i for i, _, _ in items], [rb for _, rb, _ in items], [rh for _, _, rh in items])
 
 
-def _value(p: Pairs, side: str) -> float:
-    if p.micro:
-        return sum(getattr(p, f"num_{side}")) / sum(getattr(p, f"den_{side}"))
-    vals = getattr(p, side)
-    return sum(vals) / len(vals)
-
-
 def _options_change(stage: str, base: Report, head: Report) -> str:
     """What changed in a stage's definition inputs, in words."""
+    from ingestaudit.report.schema import definition_options
+
     def opts(r: Report) -> dict[str, Any]:
         a = r.config.get("auditors") if isinstance(r.config.get("auditors"), dict) else {}
-        return a.get(stage, {}) if isinstance(a.get(stage, {}), dict) else {"": a.get(stage)}
+        o = definition_options(stage, a.get(stage, {}))
+        return o if isinstance(o, dict) else {"": o}
 
     def run(r: Report) -> dict[str, Any]:
         return r.config.get("run", {}) if isinstance(r.config.get("run"), dict) else {}
@@ -360,7 +396,8 @@ def _options_change(stage: str, base: Report, head: Report) -> str:
                 for k in RUN_SETTINGS_BY_STAGE.get(stage, ()) if run(base).get(k) != run(head).get(k)]
     if changes:
         return f"{stage} options changed ({'; '.join(changes)})"
-    return f"the metric's declaration changed (ingestaudit {base.tool.version} -> {head.tool.version})"
+    return (f"the definition fingerprints differ while the recorded {stage} options agree: the metric's declaration "
+            f"or what its fingerprint covers changed (ingestaudit {base.tool.version} -> {head.tool.version})")
 
 
 def _short(v: Any, limit: int = 40) -> str:
@@ -402,7 +439,7 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
         ph = b_by_pipeline[b.pipeline]
         h = h_summary.get((ph, b.doc_class, b.metric, b.label))
         if h is None:
-            continue  # listed as a row only in the baseline
+            continue  # listed in `missing`
         res = RowResult(pipeline=ph, base_pipeline=b.pipeline, doc_class=b.doc_class, stage=b.stage, metric=b.metric,
                         label=b.label, status="", base=_headline(b), head=_headline(h))
         budget = budget_for(b.metric, budgets)
@@ -428,22 +465,28 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
             res.status = "no_pairs"
             rows.append(res)
             continue
-        vb, vh = _value(pairs, "a"), _value(pairs, "b")
-        res.worse = badness(b.metric, b.label, vh) - badness(b.metric, b.label, vb)
-        res.allowed = budget.allowed(vb)
-        stat = compare_pairs(pairs, seed=row_seed(seed, ph, b.doc_class, b.metric, b.label),
-                             n_resamples=n_resamples, confidence=confidence, interval=pairs.moved > 0)
-        res.diff = stat.diff
-        res.diff_low, res.diff_high = (stat.low, stat.high) if pairs.moved else (0.0, 0.0)
-        res.test, res.p_value = stat.method, stat.p_value
+        res.base_paired, res.head_paired = pairs.value("a"), pairs.value("b")
+        res.worse = badness(b.metric, b.label, res.head_paired) - badness(b.metric, b.label, res.base_paired)
+        res.allowed = budget.allowed(res.base_paired)
         moved = [MovedItem(i, x, y, badness(b.metric, b.label, y) - badness(b.metric, b.label, x))
                  for i, x, y in zip(pairs.items, pairs.a, pairs.b) if x != y]
         res.moved_most = sorted((m for m in moved if m.worse > 0), key=lambda m: (-m.worse, m.item))[:MOVED_SHOWN]
         rows.append(res)
         pending.append((res, pairs))
 
-    k, adjusted = family_adjust([r.p_value for r, _ in pending],  # type: ignore[misc]
-                                [min_attainable_p(r.moved) for r, _ in pending], alpha)
+    # Tarone's K is known from the pairs alone; it sets how finely the bootstrap p must be resolved
+    min_ps = [attainable_p(pairs.n, pairs.moved, pairs.micro) for _, pairs in pending]
+    k = family_size(min_ps, alpha)
+    n_test = resamples_for_family(k, alpha, n_resamples)
+    for res, pairs in pending:
+        stat = compare_pairs(pairs, orientation_of(res.metric, res.label),
+                             seed=row_seed(seed, res.pipeline, res.doc_class, res.metric, res.label),
+                             n_resamples=n_resamples, confidence=confidence, interval=pairs.moved > 0,
+                             test_resamples=n_test, refine_below=alpha)
+        res.diff = stat.diff
+        res.diff_low, res.diff_high = (stat.low, stat.high) if pairs.moved else (0.0, 0.0)
+        res.test, res.p_value, res.resamples = stat.method, stat.p_worse, stat.resamples
+    _, adjusted = family_adjust([r.p_value for r, _ in pending], min_ps, alpha)  # type: ignore[misc]
     for (res, pairs), p_holm in zip(pending, adjusted):
         res.p_holm = p_holm
         res.underpowered = underpowered(pairs.n, k, alpha)
@@ -463,9 +506,7 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
     changed = sorted(i for i in b_items.keys() & h_items.keys() if not _same_content(i, base, head))
     mapped_b = {pb for pb, _ in pairs_of_pipelines}
     mapped_h = {ph for _, ph in pairs_of_pipelines}
-    h_keys = {(r.pipeline, r.doc_class, r.metric, r.label) for r in head.summary}
-    only_base_rows = sorted({f"{r.metric}" for r in base.summary if r.pipeline in b_by_pipeline
-                             and (b_by_pipeline[r.pipeline], r.doc_class, r.metric, r.label) not in h_keys})
+    missing = _missing_rows(base, head, b_by_pipeline)
     return Comparison(
         base_label=base_label, head_label=head_label, rows=rows,
         hard=_hard_regressions(base, head, pairs_of_pipelines, b_index, h_index),
@@ -474,10 +515,42 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
                    "only_head": [p for p in _names(head) if p not in mapped_h]},
         items={"added": sorted(h_items.keys() - b_items.keys()), "removed": sorted(b_items.keys() - h_items.keys()),
                "changed": changed, "no_longer_measured": _no_longer_measured(base, head, pairs_of_pipelines,
-                                                                             b_index, h_index),
-               "metrics_only_in_base": only_base_rows},
-        alpha=alpha, family=k, same_corpus=base.corpus.fingerprint == head.corpus.fingerprint,
+                                                                             b_index, h_index)},
+        missing=missing, alpha=alpha, family=k, same_corpus=base.corpus.fingerprint == head.corpus.fingerprint,
         confidence=confidence)
+
+
+def _missing_rows(base: Report, head: Report, b_by_pipeline: Mapping[str, str]) -> list[MissingRows]:
+    """Baseline rows with a value whose (mapped) pipeline, class, metric and label the head lacks, or (a
+    corpus-level value, which has no items to list as failed or no longer measured) has without a value; grouped:
+    a whole stage, a whole class, else one metric[label] with its classes."""
+    h_rows = {(r.pipeline, r.doc_class, r.metric, r.label): r for r in head.summary}
+    h_keys = {k for k, r in h_rows.items() if r.level != "corpus" or _headline(r) is not None}
+    out: list[MissingRows] = []
+    for pb, ph in b_by_pipeline.items():
+        mine = [r for r in base.summary if r.pipeline == pb and _headline(r) is not None]
+        gone = [r for r in mine if (ph, r.doc_class, r.metric, r.label) not in h_keys]
+        if not gone:
+            continue
+        left = {id(r) for r in gone}
+        for stage in sorted({r.stage for r in gone}):
+            rows = [r for r in mine if r.stage == stage]
+            if len(rows) > 1 and all(id(r) in left for r in rows):
+                classes = sorted({r.doc_class for r in rows}, key=lambda c: (c == ALL_CLASSES, c))
+                out.append(MissingRows(ph, "stage", stage, classes, len(rows)))
+                left -= {id(r) for r in rows}
+        for cls in sorted({r.doc_class for r in gone if id(r) in left}):
+            of_class = [r for r in mine if r.doc_class == cls]
+            rest = [r for r in of_class if id(r) in left]
+            if len(rest) > 1 and all((ph, cls, r.metric, r.label) not in h_keys for r in of_class):
+                out.append(MissingRows(ph, "class", cls, [cls], len(rest)))
+                left -= {id(r) for r in rest}
+        by_metric: dict[str, list[str]] = {}
+        for r in gone:
+            if id(r) in left:
+                by_metric.setdefault(r.metric + (f"[{r.label}]" if r.label else ""), []).append(r.doc_class)
+        out += [MissingRows(ph, "metric", name, sorted(classes), len(classes)) for name, classes in by_metric.items()]
+    return sorted(out, key=lambda m: (m.pipeline, ("stage", "class", "metric").index(m.what), m.name))
 
 
 def _names(r: Report) -> list[str]:
@@ -485,7 +558,7 @@ def _names(r: Report) -> list[str]:
 
 
 def _items(r: Report) -> dict[str, str]:
-    return {m.item: m.item_kind for m in r.measurements}
+    return {m.item: m.item_kind for m in measurement_rows(r, detail=False)}
 
 
 def _budget_only(res: RowResult, budget: Budget) -> None:
@@ -551,8 +624,13 @@ def _no_longer_measured(base: Report, head: Report, pairs: list[tuple[str, str]]
 
 # --- text ------------------------------------------------------------------------------------------------------------
 
-def _clip(line: str, width: int) -> str:
-    return line if len(line) <= width else line[: max(1, width - 1)] + "…"
+def _wrap(text: str, width: int, indent: str = "  ", more: str = "    ") -> list[str]:
+    """Wrap at spaces (never cut): the first line indented ``indent``, the rest ``indent + more``; a word longer
+    than the width (a path) stays whole."""
+    import textwrap
+
+    return textwrap.wrap(text, width=max(20, width), initial_indent=indent,
+                         subsequent_indent=indent + more, break_long_words=False, break_on_hyphens=False) or [indent]
 
 
 def _list(names: Sequence[str], limit: int = 3) -> str:
@@ -561,73 +639,98 @@ def _list(names: Sequence[str], limit: int = 3) -> str:
 
 
 def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) -> str:
-    """The gate's verdict for a person: a verdict line, hard regressions, regressions by severity (base -> head,
-    the difference on the paired items and its interval, the budget, the test, the three items that moved most),
-    then one line each for rows not comparable, items added/removed/changed and rows within noise. Two identical
-    reports give the verdict line alone. ``verbose`` lists every gated row."""
+    """The gate's verdict for a person: a verdict line, hard regressions, rows missing in the head, regressions by
+    severity (base -> head on the paired items, the difference and its interval, the budget, the test, the three
+    items that moved most), then one line each for rows not comparable and items added/removed/changed, the count
+    of rows within noise and the three that moved most beyond their budget. Lines wrap at ``width``, never cut.
+    Two identical reports give the verdict line alone. ``verbose`` lists every gated row."""
     regs = c.regressions
     n_rows = len(c.rows)
     under = sum(1 for r in regs if r.underpowered)
+    n_missing = sum(m.rows for m in c.missing)
     if c.failed:
         parts = []
         if c.hard:
             parts.append(f"{len(c.hard)} hard regression{'s' * (len(c.hard) != 1)}")
+        if c.missing:
+            parts.append(f"{n_missing} row{'s' * (n_missing != 1)} missing in the head")
         if regs:
             parts.append(f"{len(regs)} regression{'s' * (len(regs) != 1)}"
                          + (f" ({under} underpowered)" if under else ""))
         verdict = f"gate FAILED: {', '.join(parts)} in {n_rows} compared rows"
     else:
         verdict = f"gate held: no regression in {n_rows} compared rows"
-    lines = [verdict]
+    lines = _wrap(verdict, width, "", "  ")
     if not c.same_corpus:
-        lines.append("note: the reports audited different corpora (fingerprints differ); items pair by id and "
-                     "content hash")
+        lines += _wrap("note: the reports audited different corpora (fingerprints differ); items pair by id and "
+                       "content hash", width, "", "  ")
     if c.pipelines.get("paired") and any(a != b for a, b in c.pipelines["paired"]):
-        lines.append("pipelines: " + ", ".join(f"{a} -> {b}" for a, b in c.pipelines["paired"]))
+        lines += _wrap("pipelines: " + ", ".join(f"{a} -> {b}" for a, b in c.pipelines["paired"]), width, "", "  ")
     if c.hard:
         lines.append(f"hard regressions ({len(c.hard)}): items that were ok and now fail")
         for h in c.hard[:MAX_LISTED]:
             what = h.item or "(whole stage)"
-            lines.append(_clip(f"  {h.pipeline} · {what} · {', '.join(h.stages)}: ok -> {h.state}: "
-                               f"{' '.join(h.message.split())}", width))
+            lines += _wrap(f"{h.pipeline} · {what} · {', '.join(h.stages)}: ok -> {h.state}: "
+                           f"{' '.join(h.message.split())}", width)
         if len(c.hard) > MAX_LISTED:
             lines.append(f"  … and {len(c.hard) - MAX_LISTED} more (--json lists all)")
+    if c.missing:
+        lines += _wrap(f"missing in the head ({n_missing} row{'s' * (n_missing != 1)}): the baseline measured "
+                       "them, the head does not report them", width, "", "  ")
+        for m in c.missing[:MAX_LISTED]:
+            if m.what == "stage":
+                text = f"{m.pipeline} · stage {m.name}: every row ({m.rows}; classes {_list(m.classes, 4)})"
+            elif m.what == "class":
+                text = f"{m.pipeline} · class {m.name}: every row ({m.rows})"
+            else:
+                text = f"{m.pipeline} · {m.name}: classes {_list(m.classes, 4)}"
+            lines += _wrap(text, width)
+        if len(c.missing) > MAX_LISTED:
+            lines.append(f"  … and {len(c.missing) - MAX_LISTED} more (--json lists all)")
     if regs:
-        lines.append(f"regressions, most severe first (head - base on the paired items [{_conf(c)} interval]):")
+        lines += _wrap(f"regressions, most severe first (head - base on the paired items [{_conf(c)} interval]):",
+                       width, "", "  ")
         shown = regs if verbose else regs[:MAX_LISTED]
         for i, r in enumerate(shown, 1):
-            lines += _regression_lines(i, r, c, width)
+            lines += _row_lines(f"{i}. ", r, c, width)
         if len(regs) > len(shown):
             lines.append(f"  … and {len(regs) - len(shown)} more regressions (--verbose or --json lists all)")
     nc = [r for r in c.rows if r.status == "not_comparable"]
     if nc:
         reasons = sorted({r.reason for r in nc})
-        lines.append(_clip(f"not comparable ({len(nc)} row{'s' * (len(nc) != 1)}, not gated): "
-                           f"{'; '.join(reasons)}", width))
+        lines += _wrap(f"not comparable ({len(nc)} row{'s' * (len(nc) != 1)}, not gated): {'; '.join(reasons)}",
+                       width, "", "  ")
     items = c.items
     if items["added"] or items["removed"] or items["changed"]:
         bits = [f"{len(items[k])} {k} ({_list(items[k])})" for k in ("added", "removed", "changed") if items[k]]
-        lines.append(_clip("items not paired: " + "; ".join(bits), width))
+        lines += _wrap("items not paired: " + "; ".join(bits), width, "", "  ")
     if items.get("no_longer_measured"):
-        lines.append(_clip(f"no longer measured ({len(items['no_longer_measured'])}): "
-                           + _list(items["no_longer_measured"], 2), width))
+        lines += _wrap(f"no longer measured ({len(items['no_longer_measured'])}): "
+                       + _list(items["no_longer_measured"], 2), width, "", "  ")
     if c.pipelines["only_base"] or c.pipelines["only_head"]:
-        lines.append(_clip(f"pipelines not gated: only in the baseline: {', '.join(c.pipelines['only_base']) or '-'};"
-                           f" only in the head: {', '.join(c.pipelines['only_head']) or '-'}", width))
+        lines += _wrap(f"pipelines not gated: only in the baseline: {', '.join(c.pipelines['only_base']) or '-'};"
+                       f" only in the head: {', '.join(c.pipelines['only_head']) or '-'}", width, "", "  ")
     noise, within = c.count("within_noise"), c.count("within_budget")
     improved, unchanged = c.count("improved"), c.count("unchanged")
     if noise or within or improved or (c.failed and unchanged):
         rows_word = "row" if noise + within == 1 else "rows"
-        lines.append(f"within noise: {noise + within} {rows_word} ({noise} moved beyond the budget, not significant "
-                     f"after Holm at alpha {c.alpha:g} over a family of {c.family}); {improved} improved; "
-                     f"{unchanged} unchanged")
+        lines += _wrap(f"within noise: {noise + within} {rows_word} ({noise} moved beyond the budget, not "
+                       f"significant after Holm at alpha {c.alpha:g} over a family of {c.family}); {improved} "
+                       f"improved; {unchanged} unchanged", width, "", "  ")
+        moved = c.within_noise
+        shown = moved if verbose else moved[:NOISE_SHOWN]
+        for r in shown:
+            lines += _row_lines("- ", r, c, width)
+        if len(moved) > len(shown):
+            lines.append(f"  … and {len(moved) - len(shown)} more beyond the budget (--verbose or --json lists all)")
     if verbose:
         lines.append("every compared row:")
         for r in sorted(c.rows, key=lambda r: (STATUSES.index(r.status) if r.status in STATUSES else 99,
                                                r.pipeline, r.doc_class, r.metric, r.label)):
-            lines.append(_clip(f"  {r.status:<14} {r.pipeline} · {r.doc_class} · {r.name}  {g4(r.base)} -> "
-                               f"{g4(r.head)}  Δ {g4(r.diff, True)}  n={r.n_pairs}"
-                               + (f"  p_holm {g4(r.p_holm)}" if r.p_holm is not None else ""), width))
+            lines += _wrap(f"{r.status:<14} {r.pipeline} · {r.doc_class} · {r.name}  "
+                           f"{g4(_shown_base(r))} -> {g4(_shown_head(r))}  Δ {g4(r.diff, True)}  n={r.n_pairs}"
+                           + (f"  p {g4(r.p_value)}" if r.p_value is not None else "")
+                           + (f"  p_holm {g4(r.p_holm)}" if r.p_holm is not None else ""), width)
     return "\n".join(lines)
 
 
@@ -635,23 +738,44 @@ def _conf(c: Comparison) -> str:
     return f"{c.confidence * 100:.4g}%"
 
 
-def _regression_lines(i: int, r: RowResult, c: Comparison, width: int) -> list[str]:
+def _shown_base(r: RowResult) -> float | None:
+    return r.base_paired if r.base_paired is not None else r.base
+
+
+def _shown_head(r: RowResult) -> float | None:
+    return r.head_paired if r.head_paired is not None else r.head
+
+
+def _test_name(r: RowResult) -> str:
+    if r.test.startswith("paired bootstrap"):
+        return f"bootstrap, {r.resamples} resamples" if r.resamples else "bootstrap"
+    return "Wilcoxon" if r.test.startswith("Wilcoxon") else r.test.split(" (")[0]
+
+
+def _row_lines(bullet: str, r: RowResult, c: Comparison, width: int) -> list[str]:
+    """A gated row in three wrapped parts: what and base -> head (on the paired items; the whole-report values
+    too when they differ), the difference, budget and test, and the items that moved most."""
     arrow = direction(r.metric, r.label)
     pipe = r.pipeline if r.pipeline == r.base_pipeline else f"{r.base_pipeline} -> {r.pipeline}"
+    b, h = _shown_base(r), _shown_head(r)
+    head = f"{bullet}{pipe} · {r.doc_class} · {r.name} {arrow}  {g4(b)} -> {g4(h)}"
+    if r.base_paired is not None and (g4(r.base) != g4(b) or g4(r.head) != g4(h)):
+        head += f"  (all items: {g4(r.base)} -> {g4(r.head)})"
     ci = f" [{g4(r.diff_low, True)}, {g4(r.diff_high, True)}]" if r.diff_low is not None else ""
-    head = f"  {i}. {pipe} · {r.doc_class} · {r.name} {arrow}  {g4(r.base)} -> {g4(r.head)}"
-    diff = f"Δ {g4(r.diff, True)}{ci}"
     if r.budget_only:
         why = "corpus-level value: budget alone"
     elif r.underpowered:
-        why = (f"underpowered ({r.n_pairs} pairs: p >= {g4(min_attainable_p(r.n_pairs))}, the bar is "
+        why = (f"underpowered ({r.n_pairs} pairs: one-sided p >= {g4(0.5 ** r.n_pairs)}, the bar is "
                f"{g4(c.alpha / c.family)}): budget alone")
+    elif r.p_holm is None:
+        why = (f"p {g4(r.p_value)} ({_test_name(r)}, {r.n_pairs} pairs, {r.moved} moved): too few moved to reach "
+               f"the bar {g4(c.alpha / c.family)}")
     else:
-        short = "sign test" if r.test.startswith("sign") else "Wilcoxon"
-        why = f"p_holm {g4(r.p_holm)} ({short}, {r.n_pairs} pairs, {r.moved} moved)"
-    detail = f"     {diff}  budget {r.budget}  {why}"
-    out = [_clip(head, width), _clip(detail, width)]
+        why = f"p_holm {g4(r.p_holm)} ({_test_name(r)}, {r.n_pairs} pairs, {r.moved} moved)"
+    indent = "  " + " " * len(bullet)
+    out = _wrap(head, width, "  ", " " * (len(bullet) + 2))
+    out += _wrap(f"Δ {g4(r.diff, True)}{ci}  budget {r.budget}  {why}", width, indent, "  ")
     if r.moved_most:
         moved = ", ".join(f"{m.item} {g4(m.base)} -> {g4(m.head)}" for m in r.moved_most)
-        out.append(_clip(f"     moved most: {moved}", width))
+        out += _wrap(f"moved most: {moved}", width, indent, "  ")
     return out

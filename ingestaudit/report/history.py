@@ -15,8 +15,12 @@ starts the history); later ones are recorded as not accepted until a person acce
 (``ingestaudit history DB --accept LABEL``). A baseline that only moves when someone accepts it catches slow drift:
 five nights each 0.004 worse pass a 0.01 budget one by one, but not against the accepted run.
 
-DuckDB also reads ``measurements.parquet`` files directly (``SELECT * FROM 'out/measurements.parquet'``) for
-questions the tables here do not answer.
+**Items.** ``ingestaudit history DB --items --metric M`` queries the ``measurements`` table for one metric's
+per-item values across runs, the items that moved most since the accepted run first (`item_trends`): which
+documents a slow drift comes from. A run's rows are read through `ingestaudit.report.tables.measurement_rows`, the
+one place to change when rows move out of report.json into ``measurements.parquet``. That file is plain Parquet;
+DuckDB reads it as it is, e.g. ``duckdb.sql("SELECT item, value FROM 'out/measurements.parquet' WHERE metric =
+'extraction.cer'")``, for a question these tables do not answer.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestaudit.report.schema import MeasurementRow, Report, SummaryRow
+from ingestaudit.report.tables import measurement_rows
 
 SCHEMA = "ingestaudit-history-1"
 HISTORY_PREFIX = "history:"
@@ -54,6 +59,10 @@ class HistoryError(Exception):
     run); the message names the file."""
 
 
+class EmptyHistory(HistoryError):
+    """An empty DuckDB file: no run recorded yet."""
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """One recorded run."""
@@ -63,6 +72,14 @@ class RunInfo:
     label: str
     corpus_fingerprint: str
     accepted: bool
+
+
+def _narrow(where: list[str], args: list[Any], **equal: str | None) -> None:
+    """Add ``column = ?`` to a query's conditions for each given (not None, not empty) column value."""
+    for column, value in equal.items():
+        if value:
+            where.append(f"{column} = ?")
+            args.append(value)
 
 
 @contextmanager
@@ -95,7 +112,7 @@ def _check_schema(con: Any, path: Path, *, create: bool) -> None:
             raise HistoryError(f"{path}: a DuckDB database but not an ingestaudit history (tables "
                                f"{', '.join(sorted(tables)[:5])}); nothing was changed")
         if not create:
-            raise HistoryError(f"{path}: an empty database, no run recorded yet")
+            raise EmptyHistory(f"{path}: an empty database, no run recorded yet")
         con.execute("BEGIN TRANSACTION")
         for ddl in _DDL:
             con.execute(ddl)
@@ -154,8 +171,17 @@ def append_run(path: Path, report: Report, *, label: str = "", time: str | None 
                               r.micro, r.macro, _headline(r), r.ci_low, r.ci_high, r.ci_method,
                               json.dumps(r.states, sort_keys=True), r.numerator, r.denominator, r.definition]
                              for r in report.summary])
-            if report.measurements:
-                _insert_measurements(con, run_id, report.measurements)
+            from ingestaudit.report.rows import store_file
+
+            store = store_file(report)  # its SHA-256 checked
+            if store is not None:  # DuckDB reads the store itself, in row groups
+                con.execute("INSERT INTO measurements SELECT ?, item, item_kind, \"class\", pipeline, stage, metric, "
+                            "label, value, numerator, denominator, state, detail FROM read_parquet(?)",
+                            [run_id, str(store)])
+            else:
+                rows = list(measurement_rows(report))
+                if rows:
+                    _insert_measurements(con, run_id, rows)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -185,6 +211,21 @@ def _insert_measurements(con: Any, run_id: int, rows: Sequence[MeasurementRow]) 
         con.execute("INSERT INTO measurements SELECT * FROM _incoming")
     finally:
         con.unregister("_incoming")
+
+
+def is_empty(path: Path) -> bool:
+    """True when ``path`` does not exist yet or holds no run (the first night of a nightly job).
+
+    Raises:
+        HistoryError: it exists but is not a readable ingestaudit history (see the class).
+    """
+    if not path.exists():
+        return True
+    try:
+        with _connect(path, create=False, read_only=True) as con:
+            return con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    except EmptyHistory:
+        return True
 
 
 def list_runs(path: Path) -> list[RunInfo]:
@@ -289,12 +330,7 @@ def trends(path: Path, *, metric: str | None = None, doc_class: str | None = Non
     if metric:
         where.append("(metric = ? OR metric LIKE ?)")
         args += [metric, metric.rstrip(".") + ".%"]
-    if doc_class:
-        where.append("doc_class = ?")
-        args.append(doc_class)
-    if pipeline:
-        where.append("pipeline = ?")
-        args.append(pipeline)
+    _narrow(where, args, doc_class=doc_class, pipeline=pipeline)
     with _connect(path, create=False, read_only=True) as con:
         rows = con.execute(f"SELECT run_id, pipeline, doc_class, metric, label, headline, n FROM summary WHERE "
                            f"{' AND '.join(where)}", args).fetchall()
@@ -309,6 +345,7 @@ def trends(path: Path, *, metric: str | None = None, doc_class: str | None = Non
 
     out = [Trend(p, c, m, lab, [s.get(i, (None, None))[0] for i in ids], [s.get(i, (None, None))[1] for i in ids])
            for (p, c, m, lab), s in series.items()]
+    out = [t for t in out if any(v is not None for v in t.values)]  # a series with no value in any run says nothing
     out.sort(key=lambda t: (t.pipeline, t.doc_class == ALL_CLASSES, t.doc_class, stage_rank(t.metric.split(".")[0]),
                             t.metric, t.label))
     return runs, out
@@ -368,3 +405,101 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
         else:
             lines.append(name.ljust(name_w) + values)
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ItemTrend:
+    """One item's value of one metric per run (None where the run lacks it) and its state per run."""
+
+    pipeline: str
+    item: str
+    doc_class: str
+    values: list[float | None]
+    states: list[str | None]
+
+
+def item_trends(path: Path, metric: str, *, label: str = "", doc_class: str | None = None,
+                pipeline: str | None = None, last: int = 20) -> tuple[list[RunInfo], list[ItemTrend], int]:
+    """Per item, ``metric[label]``'s value in each of the last ``last`` runs (a DuckDB query of the
+    ``measurements`` table), sorted so that the items that got worse the most between the reference run and the
+    last run come first (the metric's direction, `ingestaudit.report.stats.orientation_of`; an item that went
+    from ok to another state first of all). The reference is the last accepted run among those shown, else the
+    first shown; its index in the runs is returned too.
+
+    Returns:
+        ``(runs, items, reference index)``.
+    """
+    from ingestaudit.report.stats import orientation_of
+
+    runs = list_runs(path)[-last:] if last else list_runs(path)
+    if not runs:
+        return [], [], 0
+    ids = [r.run_id for r in runs]
+    where, args = ["run_id >= ?", "metric = ?", "label = ?"], [ids[0], metric, label]
+    _narrow(where, args, doc_class=doc_class, pipeline=pipeline)
+    with _connect(path, create=False, read_only=True) as con:
+        rows = con.execute("SELECT run_id, pipeline, item, doc_class, value, state FROM measurements WHERE "
+                           f"{' AND '.join(where)}", args).fetchall()
+    by: dict[tuple[str, str], dict[int, tuple[float | None, str]]] = {}
+    classes: dict[tuple[str, str], str] = {}
+    for run_id, pipe, item, cls, value, state in rows:
+        by.setdefault((pipe, item), {})[int(run_id)] = (value if state == "ok" else None, state)
+        classes[(pipe, item)] = cls
+    ref = max((i for i, r in enumerate(runs) if r.accepted), default=0)
+    orient = orientation_of(metric, label)
+
+    def worsening(t: ItemTrend) -> tuple[int, float]:
+        a, b = t.values[ref], t.values[-1]
+        if t.states[ref] == "ok" and t.states[-1] not in (None, "ok"):
+            return (0, 0.0)  # was measured, no longer is: first
+        if a is None or b is None:
+            return (2, 0.0)
+        return (1, -float(orient.badness(b) - orient.badness(a)))
+
+    out = [ItemTrend(p, i, classes[(p, i)], [s.get(r, (None, None))[0] for r in ids],
+                     [s.get(r, (None, None))[1] for r in ids]) for (p, i), s in by.items()]
+    out.sort(key=lambda t: (*worsening(t), t.pipeline, t.item))
+    return runs, out, ref
+
+
+def render_item_trends(runs: Sequence[RunInfo], items: Sequence[ItemTrend], ref: int, metric: str,
+                       width: int = 100, limit: int = 20) -> str:
+    """Per item, its values in the last runs (as many columns as ``width`` allows; a state other than ok in
+    place of a value) and the change from the reference run (``ref``) to the last: the ``limit`` items that
+    worsened most first."""
+    from ingestaudit.report.tables import direction, g4
+
+    if not runs:
+        return "no run recorded yet"
+    if not items:
+        return f"{len(runs)} runs; no item has a {metric} value (check --metric, --class and --pipeline)"
+    ref_run = runs[ref]
+    names = [f"{t.pipeline} · {t.item}" for t in items[:limit]]
+    col_w = 10
+    name_w = min(max(len(n) for n in names) + 2, max(20, width // 2))
+    fit = max(1, (width - name_w - col_w - 2) // col_w)
+    shown = list(range(len(runs)))[-fit:]
+    heads = "".join(((runs[i].label or runs[i].time[:10])[: col_w - 2] + ("*" if runs[i].accepted else ""))
+                    .rjust(col_w) for i in shown)
+    lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = accepted; change = last run - "
+             f"run {ref_run.run_id} ({ref_run.label or ref_run.time[:10]}); the items that got worse most first",
+             "item".ljust(name_w) + heads + "  change"]
+    lines = [w for line in lines[:1] for w in _wrap(line, width)] + lines[1:]
+    for t, name in zip(items[:limit], names):
+        cells = "".join((g4(t.values[i]) if t.values[i] is not None else (t.states[i] or "—")[:col_w - 1])
+                        .rjust(col_w) for i in shown)
+        a, b = t.values[ref], t.values[-1]
+        change = g4(b - a, signed=True) if a is not None and b is not None else ""
+        if len(name) <= name_w - 2:
+            lines.append(name.ljust(name_w) + cells + "  " + change)
+        else:  # a long id gets a line of its own rather than being cut
+            lines += [name, " " * name_w + cells + "  " + change]
+    if len(items) > limit:
+        lines.append(f"… and {len(items) - limit} more items (--pipeline, --class narrow the list)")
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=max(20, width), break_long_words=False, subsequent_indent="  ") or [""]

@@ -1,28 +1,33 @@
-"""Paired tests for pipeline bake-offs: is the difference between two pipelines on the same items real?
+"""Paired tests for pipeline bake-offs: is the difference between two pipelines on the same items real, and which
+way does it go?
 
-Tests run on each stage's key metric (the headline's, `ingestaudit.report.tables.choose_keys`), per class and
-``__all__``, for every pair of pipelines (report order), on the items both pipelines measured (state ``ok``):
+Tests run on each stage's key metric, the headline's (`ingestaudit.report.tables.headline_keys` of the summary;
+a key that is a corpus-level value has no items to pair and so no test), per class and ``__all__``, for every pair
+of pipelines (report order), on the items both pipelines measured (state ``ok``), with the same statistics as the
+regression gate (`ingestaudit.report.stats`), made two-sided because a bake-off fixes no direction in advance:
 
-* micro rows (every paired item carries counts): the exact two-sided sign test on the per-item values;
-* macro rows: the two-sided Wilcoxon signed-rank test (``zero_method="wilcox"``) on the per-item differences;
+* micro rows (every paired item carries counts): the paired bootstrap over items of the micro value's worsening,
+  ``p = min(1, 2 * min(p_worse, p_better))``;
+* macro rows: the Wilcoxon signed-rank test on the per-item worsenings, two-sided the same way;
 
-with the difference of the headline value (``b - a``) and its paired bootstrap interval
-(`ingestaudit.report.stats`). All tests of a report form one family: Tarone's rule leaves out the tests that cannot
-reach ``alpha / K`` whatever the data (too few items differ), and Holm's correction runs over the rest;
-``significant`` means Holm-adjusted p < alpha (0.05). A test on so few pairs that no outcome could reach the
-family's level is ``underpowered``: "no difference found" there means "too few items to tell".
+with the difference of the headline value (``b - a``) and its paired bootstrap interval. All tests of a report form
+one family: Tarone's rule leaves out the tests that cannot reach ``alpha / K`` whatever the data, and Holm's
+correction runs over the rest; ``significant`` means Holm-adjusted p < alpha (0.05). ``better`` names the pipeline
+that is better when the test is significant **and** its side (the smaller one-sided p) agrees with the headline
+difference on the paired items under the metric's direction, else ``""``; the headline's ★ goes to a pipeline that
+is ``better`` than every other one. A test on so few pairs that no outcome could reach the family's level is
+``underpowered``: "no difference found" there means "too few items to tell".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import combinations
 
-from ingestaudit.metrics.significance import min_attainable_p
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, PairedTest
-from ingestaudit.report.stats import (ALPHA, Pairs, compare_pairs, family_adjust, pairs_of, row_seed,
-                                      underpowered)
+from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
+                                      orientation_of, pairs_of, resamples_for_family, row_seed, underpowered)
 from ingestaudit.report.tables import choose_keys
 
 
@@ -32,21 +37,30 @@ def _pairs(va: dict[str, MeasurementRow], vb: dict[str, MeasurementRow]) -> Pair
 
 
 def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], *, seed: int = 0,
-                 n_resamples: int = 1000, confidence: float = 0.95, alpha: float = ALPHA) -> list[PairedTest]:
+                 n_resamples: int = 1000, confidence: float = 0.95, alpha: float = ALPHA,
+                 keys: Iterable[tuple[str, str]] | None = None) -> list[PairedTest]:
     """Paired tests between every two pipelines on each stage's key metric, per class and overall (see the module
-    docstring). Differences are ``pipeline_b - pipeline_a``; groups with fewer than 2 paired items get no test."""
+    docstring). Differences are ``pipeline_b - pipeline_a``; groups with fewer than 2 paired items get no test.
+
+    Args:
+        keys: the ``(metric, label)`` pairs to test, normally the headline's keys
+            (`ingestaudit.report.tables.headline_keys` of the report's summary); default: each stage's key among
+            the rows' own metrics.
+    """
     if len(pipeline_order) < 2:
         return []
-    keys = set(choose_keys({(r.metric, r.label) for r in rows if r.state == "ok"
-                            and not r.metric.startswith("retrieval.outcome@")}).values())
+    if keys is None:
+        keys = choose_keys({(r.metric, r.label) for r in rows if r.state == "ok"
+                            and not r.metric.startswith("retrieval.outcome@")}).values()
+    wanted = set(keys)
     values: dict[tuple[str, str, str, str], dict[str, MeasurementRow]] = defaultdict(dict)
     for r in rows:
-        if r.state == "ok" and r.value is not None and (r.metric, r.label) in keys:
+        if r.state == "ok" and r.value is not None and (r.metric, r.label) in wanted:
             for cls in (r.doc_class, ALL_CLASSES):
                 values[(cls, r.metric, r.label, r.pipeline)][r.item] = r
     groups = sorted({k[:3] for k in values}, key=lambda k: (k[0] == ALL_CLASSES, k))
-    found = []
-    copies: list[tuple[PairedTest, int]] = []  # (an __all__ test, the index of the class test on the same items)
+    todo: list[tuple[str, str, str, str, str, Pairs]] = []
+    copies: list[tuple[tuple[str, str, str, str, str], int]] = []  # an __all__ test on one class's items
     seen: dict[tuple[str, str, str, str, frozenset[str]], int] = {}
     for cls, metric, label in groups:
         for a, b in combinations(pipeline_order, 2):
@@ -55,26 +69,47 @@ def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], 
                 continue
             key = (metric, label, a, b, frozenset(pairs.items))
             if cls == ALL_CLASSES and key in seen:  # the same items as one class's test: the same test, once in
-                t = found[seen[key]][0]              # the family, reported under both names
-                copies.append((t.model_copy(update={"doc_class": ALL_CLASSES}), seen[key]))
+                copies.append(((cls, metric, label, a, b), seen[key]))  # the family, reported under both names
                 continue
-            seen[key] = len(found)
-            stat = compare_pairs(pairs, seed=row_seed(seed, a, b, cls, metric, label), n_resamples=n_resamples,
-                                 confidence=confidence)
-            diffs = sorted(y - x for x, y in zip(pairs.a, pairs.b))
-            mid = len(diffs) // 2
-            median = diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
-            found.append((PairedTest(doc_class=cls, metric=metric, label=label, pipeline_a=a, pipeline_b=b,
-                                     n_pairs=pairs.n, mean_diff=sum(diffs) / len(diffs), median_diff=median,
-                                     statistic=stat.statistic, p_value=stat.p_value, significant=False,
-                                     method=f"{stat.method}; Holm over the family of tests that can reach "
-                                            f"alpha/K (Tarone), alpha={alpha}",
-                                     diff=stat.diff, diff_low=stat.low, diff_high=stat.high), stat.moved))
-    k, adjusted = family_adjust([t.p_value for t, _ in found], [min_attainable_p(m) for _, m in found], alpha)
-    def adjusted_copy(t: PairedTest, p_holm: float | None) -> PairedTest:
-        return t.model_copy(update={"p_holm": p_holm, "significant": p_holm is not None and p_holm < alpha,
-                                    "underpowered": underpowered(t.n_pairs, k, alpha)})
+            seen[key] = len(todo)
+            todo.append((cls, metric, label, a, b, pairs))
+    min_ps = [attainable_p(p.n, p.moved, p.micro, sides=2) for *_, p in todo]
+    k = family_size(min_ps, alpha)
+    n_test = resamples_for_family(k, alpha / 2, n_resamples)
+    found: list[tuple[PairedTest, float | None]] = []  # the test and the worsening of b (None: no direction)
+    for cls, metric, label, a, b, pairs in todo:
+        orient = orientation_of(metric, label)
+        stat = compare_pairs(pairs, orient, seed=row_seed(seed, a, b, cls, metric, label), n_resamples=n_resamples,
+                             confidence=confidence, test_resamples=n_test, refine_below=alpha / 2)
+        diffs = sorted(y - x for x, y in zip(pairs.a, pairs.b))
+        mid = len(diffs) // 2
+        median = diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
+        statistic = stat.statistic  # Wilcoxon's W+ (rank sum of the items where b is worse): report min(W+, W-)
+        if not pairs.micro:
+            m = sum(1 for x, y in zip(pairs.a, pairs.b) if orient.badness(y) != orient.badness(x))
+            statistic = min(statistic, m * (m + 1) / 2 - statistic)
+        side = 0.0 if stat.p_worse == stat.p_better else (1.0 if stat.p_worse < stat.p_better else -1.0)
+        agree = stat.worse is not None and stat.worse * side > 0
+        method = (f"{stat.method}, two-sided (2 x the smaller one-sided p); Holm over the family of tests that can "
+                  f"reach alpha/K (Tarone), alpha={alpha}")
+        found.append((PairedTest(doc_class=cls, metric=metric, label=label, pipeline_a=a, pipeline_b=b,
+                                 n_pairs=pairs.n, mean_diff=sum(diffs) / len(diffs), median_diff=median,
+                                 statistic=statistic, p_value=stat.p_two_sided, significant=False,
+                                 method=method, diff=stat.diff, diff_low=stat.low, diff_high=stat.high),
+                      side if agree else None))
+    _, adjusted = family_adjust([t.p_value for t, _ in found], min_ps, alpha)
 
-    out = [adjusted_copy(t, p_holm) for (t, _), p_holm in zip(found, adjusted)]
-    out += [adjusted_copy(t, adjusted[i]) for t, i in copies]
+    def adjusted_copy(t: PairedTest, side: float | None, p_holm: float | None, cls: str | None = None) -> PairedTest:
+        significant = p_holm is not None and p_holm < alpha
+        better = ""  # no pipeline is better ("": decided; None would mean an older report that did not say)
+        if significant and side is not None:
+            better = t.pipeline_a if side > 0 else t.pipeline_b  # b worse: a is better
+        update = {"p_holm": p_holm, "significant": significant, "better": better,
+                  "underpowered": underpowered(t.n_pairs, k, alpha, sides=2)}
+        if cls is not None:
+            update["doc_class"] = cls
+        return t.model_copy(update=update)
+
+    out = [adjusted_copy(t, side, p_holm) for (t, side), p_holm in zip(found, adjusted)]
+    out += [adjusted_copy(found[i][0], found[i][1], adjusted[i], ALL_CLASSES) for _, i in copies]
     return out

@@ -13,9 +13,11 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-RC = {"svg.hashsalt": "ingestaudit", "svg.fonttype": "none", "font.size": 9, "axes.titlesize": 9,
-      "axes.labelsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8,
-      "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False}
+RC = {"svg.hashsalt": "ingestaudit", "svg.fonttype": "none", "font.size": 12, "axes.titlesize": 12,
+      "axes.labelsize": 11, "xtick.labelsize": 10.5, "ytick.labelsize": 10.5, "legend.fontsize": 10.5,
+      "figure.titlesize": 13, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False}
+"""Fonts sized for reading at the page's width (an SVG scaled to fit a 1280-pixel window keeps them legible)."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
 
 OUTCOME_COLOURS = {"lost_in_parsing": "#b2182b", "lost_in_cleaning": "#d6604d", "split_by_chunking": "#f4a582",
                    "excluded_by_filter": "#fddbc7", "missed_by_ranking": "#92c5de", "missed_by_ann": "#4393c3",
@@ -25,6 +27,9 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 
 def _short(text: str, limit: int = 28) -> str:
+    """``text`` cut to ``limit`` characters, its control characters shown as ``\\xNN`` (no font has a glyph for
+    them)."""
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -58,14 +63,14 @@ def interval_plot(title: str, panels: Sequence[tuple[str, str, list[tuple[str, f
     panels = [p for p in panels if any(v is not None for _, v, _, _, _ in p[2])]
     if not panels:
         return ""
-    cols = min(3, len(panels))
+    cols = min(2, len(panels))  # two per row: the figure is drawn near its own size beside the table
     rows = (len(panels) + cols - 1) // cols
     n_pipes = max(len(p[2]) for p in panels)
     with matplotlib.rc_context(RC):
-        fig = _figure(3.2 * cols, (0.35 * n_pipes + 0.9) * rows)
+        fig = _figure(3.6 * cols, (0.42 * n_pipes + 1.1) * rows)
         for i, (name, arrow, points) in enumerate(panels):
             ax = fig.add_subplot(rows, cols, i + 1)
-            labels = [_short(p[0], 18) for p in points]
+            labels = [_short(p[0], 16) for p in points]
             for y, (_, v, lo, hi, best) in enumerate(points):
                 if v is None:
                     continue
@@ -76,9 +81,9 @@ def interval_plot(title: str, panels: Sequence[tuple[str, str, list[tuple[str, f
             ax.set_yticks(range(len(points)), labels)
             ax.set_ylim(-0.6, len(points) - 0.4)
             ax.invert_yaxis()
-            ax.set_title(f"{_short(name, 34)} {arrow}".strip(), loc="left")
+            ax.set_title(f"{_short(name, 30)} {arrow}".strip(), loc="left")
             ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        fig.suptitle(_short(title, 60), x=0.01, ha="left", fontsize=10)
+        fig.suptitle(_short(title, 70), x=0.01, ha="left")
         fig.tight_layout()
         return _svg(fig)
 
@@ -91,7 +96,7 @@ def waterfall_plot(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, flo
     if not bars:
         return ""
     with matplotlib.rc_context(RC):
-        fig = _figure(7.5, max(1.9, 0.45 * len(bars) + 1.0))
+        fig = _figure(7.2, max(2.3, 0.55 * len(bars) + 1.3))
         ax = fig.add_subplot(1, 1, 1)
         seen: set[str] = set()
         for y, (pipe, shares) in enumerate(bars):
@@ -102,8 +107,8 @@ def waterfall_plot(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, flo
                         label=outcome if outcome not in seen else None)
                 seen.add(outcome)
                 if share >= 0.07:
-                    ax.text(left + share / 2, y, f"{share * 100:.0f}%", ha="center", va="center", fontsize=7,
-                            color="black")
+                    ax.text(left + share / 2, y, f"{share * 100:.0f}%", ha="center", va="center", fontsize=10,
+                            color="white" if outcome in ("lost_in_parsing", "retrieved", "missed_by_ann") else "black")
                 left += share
         ax.set_yticks(range(len(bars)), [_short(b[0], 24) for b in bars])
         ax.invert_yaxis()
@@ -116,37 +121,65 @@ def waterfall_plot(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, flo
 
 
 def curve_plot(title: str, xlabel: str, ylabel: str,
-               series: Sequence[tuple[str, Sequence[tuple[float, float, float | None, float | None]]]],
-               log_x: bool = False, xticks: Sequence[tuple[float, str]] = ()) -> str:
-    """Lines with markers: ``series`` of ``(name, [(x, y, low, high)])``; intervals as error bars when given."""
+               series: Sequence[tuple[str, Sequence[tuple[Any, ...]]]],
+               log_x: bool = False, xticks: Sequence[tuple[float, str]] = (),
+               hline: tuple[float, str] | None = None, note: str = "", sort_x: bool = True) -> str:
+    """Lines with markers: ``series`` of ``(name, [(x, y, low, high[, label])])``, joined in x order (or in the
+    given order when not ``sort_x``: a trade-off curve along a parameter); intervals as error bars when given, a
+    point's ``label`` written under it; ``hline`` = ``(y, text)`` draws a dashed reference line (a target);
+    ``note`` is a line of small text under the axes. Each series has its own colour and marker, so overlapping
+    series stay visible; a log x axis is labelled in plain numbers."""
     import matplotlib
 
     series = [(n, pts) for n, pts in series if pts]
     if not series:
         return ""
     with matplotlib.rc_context(RC):
-        fig = _figure(6.0, 3.2)
+        fig = _figure(7.2, 4.2)
         ax = fig.add_subplot(1, 1, 1)
         for i, (name, pts) in enumerate(series):
-            pts = sorted(pts)
+            pts = sorted(pts, key=lambda p: (p[0], p[1])) if sort_x else list(pts)
             xs, ys = [p[0] for p in pts], [p[1] for p in pts]
             colour = PALETTE[i % len(PALETTE)]
-            ax.plot(xs, ys, marker="o", markersize=4, color=colour, label=_short(name, 30))
+            ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=7, linewidth=1.6, color=colour,
+                    alpha=0.85, label=_short(name, 30))
             lows = [p[2] for p in pts]
             if all(v is not None for v in lows):
                 err = [[y - p[2] for y, p in zip(ys, pts)], [p[3] - y for y, p in zip(ys, pts)]]  # type: ignore[operator]
                 ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2)
+            for p in pts:
+                if len(p) > 4 and p[4]:
+                    ax.annotate(_short(str(p[4]), 12), (p[0], p[1]), textcoords="offset points",
+                                xytext=(3, -15 - 11 * (i % 3)), fontsize=9, color=colour)
+        if hline is not None:
+            ax.axhline(hline[0], color="#b2182b", linestyle="--", linewidth=1.2)
+            ax.annotate(hline[1], (0.0, hline[0]), xycoords=("axes fraction", "data"), textcoords="offset points",
+                        xytext=(3, -13), fontsize=9.5, color="#b2182b")
         if log_x:
+            import math
+
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
             ax.set_xscale("log")
+            xs_all = [p[0] for _, pts in series for p in pts]
+            decades = math.log10(max(xs_all) / min(xs_all)) if min(xs_all) > 0 else 0.0
+            # plain numbers at 1-2-5 steps over more than a decade, at every digit within one: never crowded
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades > 1 else
+                                                  tuple(float(d) for d in range(1, 10))))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         if xticks:
             ax.set_xticks([t[0] for t in xticks], [_short(t[1], 14) for t in xticks])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(_short(title, 70), loc="left")
         ax.grid(color="#dddddd", linewidth=0.6)
+        ax.margins(x=0.08, y=0.12)
         if len(series) > 1:
             ax.legend(frameon=False)
-        fig.tight_layout()
+        if note:
+            fig.text(0.01, 0.005, _short(note, 110), fontsize=9.5, color="#555555", ha="left", va="bottom")
+        fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
         return _svg(fig)
 
 

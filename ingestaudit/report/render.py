@@ -6,6 +6,10 @@
 * Markdown (``report.md``) and HTML (``report.html``): the headline, paired tests with their correction, every
   row, every setting, failures; the HTML adds plots and a drill-down per item. The HTML page carries no script and
   a Content-Security-Policy that forbids any; every user-supplied string is escaped (jinja2 autoescape).
+
+Names come from an untrusted corpus (`ingestaudit.report.escape`): the terminal view makes every control character
+in them visible (`safe_for_terminal`), Markdown escapes markup in every name and message (`md_text`, `md_code`), and
+the HTML page makes control characters visible before jinja2 escapes the markup (`_html_value`).
 """
 
 from __future__ import annotations
@@ -19,16 +23,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.report.escape import md_code, md_text, safe_for_terminal, terminal_text
 from ingestaudit.report.schema import ALL_CLASSES, Report
-from ingestaudit.report.tables import Headline, class_tables, direction, failure_groups, g4, headlines
+from ingestaudit.report.rows import distinct, item_keys
+from ingestaudit.report.tables import (Headline, class_tables, direction, failure_groups, g4, headlines,
+                                      measurement_rows)
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
           "other states counted after n; 'corpus of N docs' = one value computed over the class. "
           "↓ lower is better, ↑ higher is better, →1 best at 1.")
 HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% interval] n = items ok (/ all); ★ = "
-                   "best pipeline, its paired test against every other significant after Holm; 'same N items' = "
-                   "the values over the items every pipeline measured; ↓ lower is better, ↑ higher is better")
-MAX_DRILL_ITEMS = 500  # items with a <details> drill-down in the HTML page; the rest are in report.json
+                   "better than every other pipeline on the items both measured, each paired test significant "
+                   "after Holm in that direction (corpus-level values have no paired test); 'same N items' = the "
+                   "values over the items every pipeline measured; ↓ lower is better, ↑ higher is better")
+MAX_DRILL_ITEMS = 500  # items with a <details> drill-down in the HTML page; the rest are in measurements.parquet
 
 
 def terminal_width(default: int = 100) -> int:
@@ -45,21 +53,26 @@ def _header(report: Report) -> list[str]:
     pipelines = ", ".join(p.name for p in report.pipelines)
     docs = ", ".join(f"{c}: {n}" for c, n in report.corpus.documents.items())
     questions = f"; {report.corpus.questions} questions" if report.corpus.questions else ""
-    return [f"corpus {report.corpus.path} ({docs}{questions}); fingerprint {report.corpus.fingerprint[:12]}",
-            f"pipelines: {pipelines}; seed {report.config.get('run', {}).get('seed')}"]
+    lines = [f"corpus {report.corpus.path} ({docs}{questions}); fingerprint {report.corpus.fingerprint[:12]}",
+             f"pipelines: {pipelines}; seed {report.config.get('run', {}).get('seed')}"]
+    warned = [f"{p.name} {p.documents_with_warnings}" for p in report.pipelines if p.documents_with_warnings]
+    if warned:  # documents whose parse raised warnings (MuPDF's own messages on a damaged PDF...), per pipeline
+        lines.append(f"documents whose parse raised warnings: {', '.join(warned)} of "
+                     f"{sum(report.corpus.documents.values())} (report.json 'parse_warnings' lists them)")
+    return lines
 
 
 # --- plain-text grid -------------------------------------------------------------------------------------------------
 
-def _grid(first: Sequence[list[str]], columns: Sequence[Sequence[list[str]]], heads: Sequence[str],
-          first_head: str, width: int, first_max: int | None = None) -> list[str]:
-    """Lay out rows of multi-line cells: ``first`` (row labels) and ``columns`` (one list of cells per column).
-    Columns that do not fit ``width`` go to a further block with the labels repeated."""
+def _layout(first: Sequence[list[str]], columns: Sequence[Sequence[list[str]]], heads: Sequence[str],
+            first_head: str, width: int, first_max: int | None = None) -> tuple[int, list[int], list[list[int]]]:
+    """``(label width, column widths, blocks of column indices)`` of `_grid`: columns that do not fit ``width``
+    beside the labels go to a further block."""
     def w(cells: Sequence[list[str]], head: str) -> int:
         return max([len(head)] + [len(line) for c in cells for line in c])
 
     first_w = min(w(first, first_head), first_max or max(24, width * 2 // 5))
-    widths = [w(col, h) for col, h in zip(columns, heads)]
+    widths = [min(w(col, h), max(8, width - first_w - 2)) for col, h in zip(columns, heads)]
     blocks: list[list[int]] = [[]]
     used = first_w
     for j, cw in enumerate(widths):
@@ -68,17 +81,42 @@ def _grid(first: Sequence[list[str]], columns: Sequence[Sequence[list[str]]], he
             used = first_w
         blocks[-1].append(j)
         used += 2 + cw
+    return first_w, widths, blocks
+
+
+def _split(text: str, w: int) -> list[str]:
+    """A cell line too long for its column as several lines (the later ones indented two spaces), broken after
+    ``.``, ``_``, ``/``, ``,`` or a space where possible: nothing is cut off."""
+    out, prefix = [], ""
+    while len(prefix) + len(text) > w and w > 4:
+        room = w - len(prefix)
+        cut = max(text.rfind(ch, 1, room) for ch in "._/, ")
+        cut = cut + 1 if cut > 0 else room
+        out.append(prefix + text[:cut].rstrip())
+        text, prefix = text[cut:].lstrip(), "  "
+    return out + [prefix + text]
+
+
+def _grid(first: Sequence[list[str]], columns: Sequence[Sequence[list[str]]], heads: Sequence[str],
+          first_head: str, width: int, first_max: int | None = None) -> list[str]:
+    """Lay out rows of multi-line cells: ``first`` (row labels) and ``columns`` (one list of cells per column).
+    Columns that do not fit ``width`` go to a further block with the labels repeated; a label or cell wider than
+    its column continues on the next line (`_split`) rather than being cut."""
+    first_w, widths, blocks = _layout(first, columns, heads, first_head, width, first_max)
+
+    def lines(cell: list[str], cw: int) -> list[str]:
+        return [part for line in cell for part in _split(line, cw)]
+
     out: list[str] = []
     for b, cols in enumerate(blocks):
         if b:
             out.append("")
         out.append(_fit(first_head, first_w) + "".join("  " + _fit(heads[j], widths[j]) for j in cols).rstrip())
         for i, label in enumerate(first):
-            height = max([len(label)] + [len(columns[j][i]) for j in cols])
-            for k in range(height):
-                text = label[k] if k < len(label) else ""
-                line = _fit(text, first_w) + "".join(
-                    "  " + _fit(columns[j][i][k] if k < len(columns[j][i]) else "", widths[j]) for j in cols)
+            cells = [lines(label, first_w)] + [lines(columns[j][i], widths[j]) for j in cols]
+            for k in range(max(len(c) for c in cells)):
+                line = "".join(("  " if n else "") + (c[k] if k < len(c) else "").ljust(cw)
+                               for n, (c, cw) in enumerate(zip(cells, [first_w] + [widths[j] for j in cols])))
                 out.append(line.rstrip())
     return [_clip(line, width) for line in out]
 
@@ -107,7 +145,7 @@ def _headline_block(h: Headline, width: int) -> list[str]:
     rows = [r for r in h.rows if any(c.value is not None for c in r.cells)]
     empty = [r.name for r in h.rows if r not in rows]
     if rows:
-        def layout(one_line: bool) -> list[str]:
+        def layout(one_line: bool) -> tuple[list[list[str]], list[list[list[str]]]]:
             labels: list[list[str]] = []
             cols: list[list[list[str]]] = [[] for _ in h.pipelines]
             for r in rows:
@@ -119,11 +157,12 @@ def _headline_block(h: Headline, width: int) -> list[str]:
                     labels.append([f"  same {r.common_n} item{'s' * (r.common_n != 1)}"])
                     for j, v in enumerate(r.common):
                         cols[j].append([g4(v)])
-            return _grid(labels, cols, h.pipelines, "key metric", width - 2, first_max=24)
+            return labels, cols
 
-        grid = layout(True)
-        if len(grid) > len(rows) + sum(r.common_n is not None for r in rows) + 1:  # did not fit: split columns
-            grid = layout(False)
+        labels, cols = layout(True)
+        if len(_layout(labels, cols, h.pipelines, "key metric", width - 2, first_max=24)[2]) > 1:
+            labels, cols = layout(False)  # did not fit on one line: the interval under the value
+        grid = _grid(labels, cols, h.pipelines, "key metric", width - 2, first_max=24)
         out += [("  " + line).rstrip() for line in grid]
     if empty:
         out += _wrap("  no value in this class: " + ", ".join(empty), width)
@@ -134,27 +173,52 @@ def _headline_block(h: Headline, width: int) -> list[str]:
     return out
 
 
+def _failures_total(report: Report) -> int:
+    """Every failure of the report (``failures_total``; the list's length in reports older than schema 2.1)."""
+    return report.failures_total if report.failures_total is not None else len(report.failures)
+
+
 def _failure_lines(report: Report, width: int) -> list[str]:
     groups = failure_groups(report)
     if not groups:
         return []
     total = sum(g.count for g in groups)
-    out = [f"failures: {total} in {len(groups)} cause{'s' * (len(groups) != 1)} (report.json 'failures' lists each)"]
+    listed = ("report.json 'failures' lists each" if _failures_total(report) == len(report.failures)
+              else f"report.json lists the first {len(report.failures)} and every cause; each item's rows are in "
+                   "measurements.parquet")
+    out = [f"failures: {total} in {len(groups)} cause{'s' * (len(groups) != 1)} ({listed})"]
     for g in groups[:8]:
         where = ", ".join(g.stages) + (f" ({', '.join(g.pipelines)})" if g.pipelines else "")
-        out.append(_clip(f"  {g.count} × {where}: {g.example}" + (f" — e.g. {g.example_item}" if g.example_item
-                                                                  else ""), width))
+        text = f"{g.count} × {where}: {g.example}" + (f" — e.g. {g.example_item}" if g.example_item else "")
+        wrapped = textwrap.wrap(text, width=max(20, width), initial_indent="  ", subsequent_indent="      ",
+                                break_long_words=True)
+        if len(wrapped) > 2:  # two lines at most per cause: report.json keeps the whole message
+            wrapped = [wrapped[0], _clip(wrapped[1] + " " + " ".join(w.strip() for w in wrapped[2:]), width)]
+        out += wrapped
     if len(groups) > 8:
         out.append(f"  … and {len(groups) - 8} more causes")
     return out
 
 
+def _index_overviews(report: Report) -> list[tuple[str, list[str], list[str]]]:
+    """``(pipeline, warnings, lines)`` of every index audit: the ``overview`` detail of stage ``index``
+    (``{"warnings": [str], "lines": [str]}``, written by `ingestaudit.auditors.index`)."""
+    out = []
+    for d in report.details:
+        if d.stage == "index" and d.name == "overview" and isinstance(d.data, dict):
+            out.append((d.pipeline, [str(x) for x in d.data.get("warnings", [])],
+                        [str(x) for x in d.data.get("lines", [])]))
+    return out
+
+
 def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = False,
                          out_dir: Path | None = None, written: Sequence[str] = ()) -> str:
-    """The terminal view as text (see the module docstring)."""
+    """The terminal view as text (see the module docstring); every user-supplied string in it has its control
+    characters made visible (`ingestaudit.report.escape.safe_for_terminal`)."""
+    report = safe_for_terminal(report)
     lines = [w for line in _header(report) for w in _wrap(line, width)]
     if verbose:
-        lines.append(_clip(LEGEND, width))
+        lines += textwrap.wrap(LEGEND, width=width)
         for t in class_tables(report, digits=4):
             lines += ["", f"class: {t.doc_class}"]
             labels = [[f"{name} {direction(name)}"] for name, _ in t.rows]
@@ -165,9 +229,12 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
         for h in headlines(report):
             lines += [""] + _headline_block(h, width)
         lines += [""] + textwrap.wrap(HEADLINE_LEGEND, width=width)
+    lines += [w for line in run_conventions(report) for w in _wrap(line, width)]
     fails = _failure_lines(report, width)
     if fails:
         lines += [""] + fails
+    for pipe, warns, _ in _index_overviews(report):  # the index audit's warnings (cosine on unnormalised vectors...)
+        lines += [w for x in warns for w in _wrap(f"index · {pipe}: {x}", width)]
     if out_dir is not None:
         main_file = next((f for f in ("report.html", "report.md", "report.json") if f in written), "report.json")
         others = [f for f in written if f != main_file]
@@ -185,6 +252,7 @@ def render_terminal(report: Report, console: Any = None, *, verbose: bool = Fals
     if width is None:
         width = console.width if console is not None else terminal_width()
     text = render_terminal_text(report, width=width, verbose=verbose, out_dir=out_dir, written=written)
+    text = terminal_text(text, keep_newlines=True)  # the output folder's name too
     if console is None:
         print(text)
     else:
@@ -194,14 +262,16 @@ def render_terminal(report: Report, console: Any = None, *, verbose: bool = Fals
 # --- Markdown --------------------------------------------------------------------------------------------------------
 
 def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """User-supplied or computed text as Markdown text (`ingestaudit.report.escape.md_text`)."""
+    return md_text(text)
 
 
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown: header, headline per class, paired tests, one full table per class,
     settings, failures."""
-    out = ["# ingestaudit report", "", *(f"- {line}" for line in _header(report)), ""]
+    out = ["# ingestaudit report", "", *(f"- {_md(line)}" for line in _header(report)), ""]
     out += ["## Headline", "", HEADLINE_LEGEND, ""]
+    out += [*(f"- {_md(line)}" for line in run_conventions(report)), ""] if run_conventions(report) else []
     for h in headlines(report):
         out += [f"### {_md(h.doc_class)}", ""]
         if h.rows:
@@ -215,7 +285,7 @@ def render_markdown(report: Report) -> str:
                                + " | ".join(g4(v) for v in r.common) + " |")
             out.append("")
         for pipe, shares in h.waterfall:
-            out.append(f"- waterfall @{h.waterfall_k} `{_md(pipe)}`: "
+            out.append(f"- waterfall @{h.waterfall_k} {md_code(pipe)}: "
                        + ", ".join(f"{o} {s * 100:.1f}%" for o, s in shares))
         if h.waterfall:
             out.append("")
@@ -226,33 +296,74 @@ def render_markdown(report: Report) -> str:
                 "|---|" + "---|" * len(t.pipelines)]
         for name, cells in t.rows:
             out.append(f"| {_md(name)} {direction(name)} | "
-                       + " | ".join(f"{c.value}<br>{c.extra}" if c.value else "" for c in cells) + " |")
+                       + " | ".join(f"{_md(c.value)}<br>{_md(c.extra)}" if c.value else "" for c in cells) + " |")
         out.append("")
     out += _paired_markdown(report)
+    notes = _index_overviews(report)
+    if notes:
+        out += ["## Index audit", ""]
+        for pipe, warns, lines in notes:
+            out += [f"- {md_code(pipe)}:"] + [f"  - **warning**: {_md(x)}" for x in warns]
+            out += [f"  - {_md(x)}" for x in lines]
+        out.append("")
     if report.details:
         out += ["## Details", "", "Tables too rich for rows, in report.json `details`:", ""]
-        out += [f"- {d.stage} / {_md(d.pipeline) or '(all pipelines)'}: `{d.name}`" for d in report.details] + [""]
+        out += [f"- {_md(d.stage)} / {_md(d.pipeline) or '(all pipelines)'}: {md_code(d.name)}"
+                for d in report.details] + [""]
+    if report.parse_warnings:
+        out += [f"## Parser warnings ({len(report.parse_warnings)} documents)", ""]
+        out += [f"- {md_code(w.item)} {_md(w.pipeline)} ({w.count}): {_md('; '.join(w.messages))}"
+                + (" …" if w.count > len(w.messages) else "") for w in report.parse_warnings] + [""]
     groups = failure_groups(report)
-    out += [f"## Failures ({len(report.failures)})", ""]
+    out += [f"## Failures ({_failures_total(report)})", ""]
     if groups:
         out += ["By cause:", ""]
-        out += [f"- {g.count} × {', '.join(g.stages)}"
+        out += [f"- {g.count} × {_md(', '.join(g.stages))}"
                 + (f" ({_md(', '.join(g.pipelines))})" if g.pipelines else "")
-                + f": {_md(g.example)}" + (f" (e.g. `{_md(g.example_item)}`)" if g.example_item else "")
-                for g in groups] + ["", "Each failure:", ""]
-    out += [f"- `{f.item}` {f.pipeline or '-'} {f.stage}: {_md(f.message)}" for f in report.failures] or ["none"]
+                + f": {_md(g.example)}" + (f" (e.g. {md_code(g.example_item)})" if g.example_item else "")
+                for g in groups] + ["", "Each failure" + (f" (the first {len(report.failures)}; every item's "
+                                                          "rows are in measurements.parquet)"
+                                                          if _failures_total(report) > len(report.failures)
+                                                          else "") + ":", ""]
+    out += [f"- {md_code(f.item) if f.item else '-'} {_md(', '.join(f.pipelines) or f.pipeline or '-')} "
+            f"{_md(f.stage)}: {_md(f.message)}" for f in report.failures] or ["none"]
     return "\n".join(out) + "\n"
 
 
+RUN_CONVENTIONS = {"min_span_coverage": "a chunk holds an evidence span when it covers at least this share of the "
+                                        "span's characters"}
+"""What each run setting of `ingestaudit.report.schema.RUN_SETTINGS_BY_STAGE` means, printed with its value."""
+
+
+def run_conventions(report: Report) -> list[str]:
+    """One line per run setting that changes the numbers of a stage this report measured (the settings of
+    `RUN_SETTINGS_BY_STAGE`: ``min_span_coverage`` for chunking and retrieval), with its value and meaning."""
+    from ingestaudit.report.schema import RUN_SETTINGS_BY_STAGE
+
+    run = report.config.get("run") if isinstance(report.config.get("run"), dict) else {}
+    stages = set(distinct(report, "stage"))
+    out = []
+    for key in sorted({k for st, keys in RUN_SETTINGS_BY_STAGE.items() if st in stages for k in keys}):
+        if run.get(key) is None:  # a report written before the setting existed
+            continue
+        which = ", ".join(st for st, keys in RUN_SETTINGS_BY_STAGE.items() if key in keys and st in stages)
+        out.append(f"convention ({which}): {key} = {run.get(key)}"
+                   + (f": {RUN_CONVENTIONS[key]}" if key in RUN_CONVENTIONS else ""))
+    return out
+
+
 def _settings_markdown(report: Report) -> list[str]:
-    """Every option that changes the numbers: pipeline settings and auditor options, printed beside the tables."""
+    """Every option that changes the numbers: pipeline settings, auditor options and the run conventions, printed
+    beside the tables."""
     out = ["<details><summary>Settings that change the numbers</summary>", ""]
+    out += [f"- {_md(line)}" for line in run_conventions(report)]
     for p in report.pipelines:
-        out.append(f"- pipeline `{p.name}` ({p.kind}):")
-        out += [f"  - {stage}: `{s.implementation}` {s.version} `{json.dumps(s.settings, sort_keys=True)}`"
+        out.append(f"- pipeline {md_code(p.name)} ({_md(p.kind)}):")
+        out += [f"  - {_md(stage)}: {md_code(s.implementation)} {_md(s.version)} "
+                f"{md_code(json.dumps(s.settings, sort_keys=True, ensure_ascii=False))}"
                 for stage, s in p.stages.items()]
     for stage, opts in (report.config.get("auditors") or {}).items():
-        out.append(f"- stage `{stage}`: `{json.dumps(opts, sort_keys=True)}`")
+        out.append(f"- stage {md_code(stage)}: {md_code(json.dumps(opts, sort_keys=True, ensure_ascii=False))}")
     return out + ["", "</details>", ""]
 
 
@@ -265,8 +376,9 @@ def _paired_summary(report: Report) -> str:
                 "(not corrected for multiple comparisons: a version-1 report).")
     family = sum(1 for t in tests if t.p_holm is not None)
     under = sum(1 for t in tests if t.underpowered)
-    return (f"{len(tests)} paired tests on each stage's key metric over the items both pipelines measured (sign "
-            f"test for micro values, Wilcoxon signed-rank for means); {family} could reach significance and form "
+    return (f"{len(tests)} paired tests on each stage's key metric over the items both pipelines measured "
+            f"(two-sided: a paired bootstrap of the micro value, resampling numerators and denominators, for micro "
+            f"values; Wilcoxon signed-rank for means); {family} could reach significance and form "
             f"the Holm family (Tarone), {len(tests) - family} could not (too few items differ); {sig} significant "
             f"after Holm at alpha = 0.05; {under} underpowered (too few pairs for any outcome to reach the family's "
             "level: no difference found there means too few items to tell).")
@@ -279,11 +391,13 @@ def _paired_markdown(report: Report) -> list[str]:
            "| class | metric | a | b | n | mean b−a | p | p (Holm) | b−a [interval] | verdict |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for t in report.paired_tests:
-        verdict = ("significant" if t.significant else "underpowered" if t.underpowered
-                   else "not significant")
+        verdict = ((f"significant: {_md(t.better)} better" if t.better else "significant" if t.better is None
+                    else "significant, no winner: the test's side and the difference disagree") if t.significant
+                   else "underpowered" if t.underpowered else "not significant")
         ci = (f"{g4(t.diff, True)} [{g4(t.diff_low, True)}, {g4(t.diff_high, True)}]" if t.diff_low is not None
               else g4(t.diff, True))
-        out.append(f"| {_md(t.doc_class)} | {t.metric}{f'[{_md(t.label)}]' if t.label else ''} | "
+        name = _md(t.metric + (f"[{t.label}]" if t.label else ""))
+        out.append(f"| {_md(t.doc_class)} | {name} | "
                    f"{_md(t.pipeline_a)} | {_md(t.pipeline_b)} | {t.n_pairs} | {t.mean_diff:+.4f} | {t.p_value:.4g} | "
                    f"{g4(t.p_holm) if t.p_holm is not None else '—'} | {ci} | {verdict} |")
     return out + [""]
@@ -339,6 +453,9 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 {% if sweeps %}<section id="sweeps"><h2>Sweeps</h2>
 {% for s in sweeps %}<figure><img class="plot" alt="{{ s.title }}" src="{{ s.uri }}"><figcaption class="muted">{{ s.caption }}</figcaption></figure>{% endfor %}
 </section>{% endif %}
+{% if index_notes %}<section id="index"><h2>Index audit</h2>
+{% for pipe, warns, lines in index_notes %}<h3>{{ pipe }}</h3><ul>{% for x in warns %}<li><strong>warning</strong>: {{ x }}</li>{% endfor %}{% for x in lines %}<li>{{ x }}</li>{% endfor %}</ul>{% endfor %}
+</section>{% endif %}
 {% if trends %}<section id="trends"><h2>Trends</h2><p class="muted">{{ trends_caption }}</p>
 {% for s in trends %}<img class="plot" alt="{{ s.title }}" src="{{ s.uri }}">{% endfor %}
 </section>{% endif %}
@@ -348,7 +465,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 {% for t in paired %}<tr><td>{{ t.doc_class }}</td><td>{{ t.metric }}{% if t.label %}[{{ t.label }}]{% endif %}</td><td>{{ t.pipeline_a }}</td><td>{{ t.pipeline_b }}</td><td class="num">{{ t.n_pairs }}</td>
 <td class="num">{{ g4(t.diff if t.diff is not none else t.mean_diff, true) }}{% if t.diff_low is not none %} <small>[{{ g4(t.diff_low, true) }}, {{ g4(t.diff_high, true) }}]</small>{% endif %}</td>
 <td class="num">{{ g4(t.p_value) }}</td><td class="num">{{ g4(t.p_holm) if t.p_holm is not none else "—" }}</td>
-<td>{% if t.significant %}<span class="sig">significant</span>{% elif t.underpowered %}<span class="under">underpowered</span>{% else %}not significant{% endif %}</td><td><small>{{ "sign test" if t.method.startswith("sign") else "Wilcoxon" if t.method.startswith("Wilcoxon") else t.method }}</small></td></tr>
+<td>{% if t.significant %}<span class="sig">significant{% if t.better %}: {{ t.better }} better{% elif t.better is not none %}, no winner (the test's side and the difference disagree){% endif %}</span>{% elif t.underpowered %}<span class="under">underpowered</span>{% else %}not significant{% endif %}</td><td><small>{{ "bootstrap" if t.method.startswith("paired bootstrap") else "sign test" if t.method.startswith("sign") else "Wilcoxon" if t.method.startswith("Wilcoxon") else t.method }}</small></td></tr>
 {% endfor %}</table>
 <p class="muted">{% for m in paired_methods %}{{ m }}{% if not loop.last %}<br>{% endif %}{% endfor %}</p>{% else %}<p class="muted">One pipeline: no paired test.</p>{% endif %}
 {% for q in question_tests %}<h3>Retrieval: paired tests over questions <small>({{ q.correction }}, alpha {{ q.alpha }})</small></h3>
@@ -368,9 +485,12 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 {% for g in groups %}<tr><td class="num">{{ g.count }}</td><td>{{ g.stages|join(", ") }}</td><td>{{ g.pipelines|join(", ") }}</td><td><code>{{ g.example_item }}</code> {{ g.example }}</td></tr>{% endfor %}
 </table>{% endif %}
 <details><summary>Each failure</summary>
-<ul>{% for f in failures %}<li><code>{{ f.item }}</code> {{ f.pipeline or "-" }} {{ f.stage }}: {{ f.message }}</li>
+<ul>{% for f in failures %}<li><code>{{ f.item }}</code> {{ f.pipelines|join(", ") or f.pipeline or "-" }} {{ f.stage }}: {{ f.message }}</li>
 {% else %}<li>none</li>{% endfor %}</ul></details>
 </section>
+{% if parse_warnings %}<section id="parse-warnings"><h2>Parser warnings ({{ parse_warnings|length }} documents)</h2>
+<details><summary>Each document</summary><ul>{% for w in parse_warnings %}<li><code>{{ w.item }}</code> {{ w.pipeline }} ({{ w.count }}): {{ w.messages|join("; ") }}{% if w.count > w.messages|length %} …{% endif %}</li>{% endfor %}</ul></details>
+</section>{% endif %}
 <section id="settings"><h2>Settings</h2>
 {% for p in pipelines %}<h3>pipeline {{ p.name }} <small>{{ p.kind }}</small></h3>
 <table><tr><th>stage</th><th>implementation</th><th>version</th><th>settings</th></tr>
@@ -440,37 +560,73 @@ def _sweeps(report: Report) -> list[dict[str, str]]:
                                 "caption": f"best {curve.get('option')} = {curve.get('best')}; smallest value not "
                                            f"significantly worse = {curve.get('smallest_not_worse')} (sign test, "
                                            f"Holm, alpha {curve.get('alpha', 0.05)})"})
-    series = []
-    by_qps = True
+    out += _index_sweeps(report)
+    return out
+
+
+def _index_sweeps(report: Report) -> list[dict[str, str]]:
+    """The index's recall at its largest k (mean per query when recorded, as its operating point uses, else the
+    micro value) per sweep setting, against queries per second when the run's wall-clock timings are at hand
+    (``timings.json`` beside report.json: ``timings[<pipeline>]["index"]["cells"]``, one ``{"label", "qps"}`` per
+    sweep cell), else against the search parameter; log x, the target recall as a line, each point labelled with
+    its setting. Speed depends on the machine, so a page drawn with timings is not byte-identical from run to
+    run (report.json stays so)."""
+    from ingestaudit.report import plots
+
+    found, target, knob, kind, k = [], None, "", "recall", None
     for d in report.details:
         if d.stage != "index" or d.name != "sweep" or not isinstance(d.data, dict):
             continue
-        timing = next((t.data for t in report.details if t.stage == "index" and t.name == "timings"
-                       and t.pipeline == d.pipeline and isinstance(t.data, dict)), None)
+        knob = str(d.data.get("knob") or knob)
+        timing = (report.timings.get(d.pipeline) or {}).get("index") if isinstance(report.timings, dict) else None
         qps = {c.get("label"): c.get("qps") for c in (timing or {}).get("cells", []) if isinstance(c, dict)}
-        pts = []
+        op = next((o.data for o in report.details if o.stage == "index" and o.name == "operating_point"
+                   and o.pipeline == d.pipeline and isinstance(o.data, dict)), {})
+        if isinstance(op.get("target"), (int, float)):
+            target = float(op["target"])
+        cells = []  # (search parameter value, qps or None, recall, label)
         for cell in d.data.get("cells", []):
             unf = cell.get("unfiltered", {}) if isinstance(cell, dict) else {}
-            ks = sorted(int(k.split("@")[1]) for k in unf if k.startswith("recall@") and k.split("@")[1].isdigit())
-            if not ks:
+            ks = sorted(int(x.split("@")[1]) for x in unf if x.startswith("recall@") and x.split("@")[1].isdigit())
+            if not ks or not isinstance(unf[f"recall@{ks[-1]}"], dict):
                 continue
-            rec = unf[f"recall@{ks[-1]}"].get("value")
-            x = qps.get(cell.get("label"))
-            if x is None:
-                by_qps = False
-                x = cell.get("value")
-            if rec is not None and isinstance(x, (int, float)):
-                pts.append((float(x), float(rec), None, None))
-        if pts:
-            series.append((d.pipeline, pts))
-    if series:
-        xlabel = "queries per second (one thread, wall clock)" if by_qps else "search parameter"
-        svg = plots.curve_plot("index: recall of the approximate index against " + xlabel.split(" (")[0], xlabel,
-                               "index recall@k", series, log_x=by_qps)
-        if svg:
-            out.append({"title": "index sweep", "uri": plots.data_uri(svg),
-                        "caption": "one point per setting of the search parameter; recall against exact search"})
-    return out
+            k, rec_cell = ks[-1], unf[f"recall@{ks[-1]}"]
+            rec = rec_cell.get("mean_per_query")
+            if isinstance(rec, (int, float)):
+                kind = "mean per-query recall"
+            else:
+                rec = rec_cell.get("value")
+            speed = qps.get(cell.get("label"))
+            if isinstance(rec, (int, float)) and isinstance(cell.get("value"), (int, float)):
+                cells.append((float(cell["value"]), float(speed) if isinstance(speed, (int, float)) else None,
+                              float(rec), str(cell.get("label", ""))))
+        if cells:
+            found.append((d.pipeline, cells))
+    if not found:
+        return []
+    by_qps = all(c[1] is not None and c[1] > 0 for _, cells in found for c in cells)
+    # against qps each point is labelled with its setting's value; against the knob the x axis already says it
+    series = [(name, [((c[1], c[2], None, None, c[3].split("=", 1)[-1]) if by_qps else (c[0], c[2], None, None))
+                      for c in cells]) for name, cells in found]
+    log_x = all(p[0] > 0 for _, pts in series for p in pts)
+    scale = " (log scale)" if log_x else ""
+    xlabel = (f"queries per second, one thread{scale}; wall clock, depends on the machine" if by_qps
+              else f"{knob or 'search parameter'}{scale}")
+    ylabel = f"index {kind}@{k}" if k else f"index {kind}"
+    svg = plots.curve_plot("index recall against " + ("queries per second" if by_qps else knob or "the search parameter"),
+                           xlabel, ylabel,
+                           series, log_x=log_x, sort_x=not by_qps,
+                           hline=(target, f"target {target:g}") if target is not None else None,
+                           note=("speed measured on the machine that ran the audit (timings.json): compare "
+                                 "settings, not machines") if by_qps else "")
+    if not svg:
+        return []
+    caption = (f"one point per setting of {knob or 'the search parameter'}"
+               + (" (labelled with its value)" if by_qps else "") + "; recall against exact search"
+               + (f"; the line is the target recall {target:g} of the operating point" if target is not None else "")
+               + ("; queries per second from timings.json (wall clock, machine-dependent)" if by_qps
+                  else "; no timings.json beside the report: drawn against the search parameter"))
+    return [{"title": "index sweep", "uri": plots.data_uri(svg), "caption": caption}]
 
 
 def _trend_plots(report: Report, history: Any) -> list[dict[str, str]]:
@@ -485,7 +641,9 @@ def _trend_plots(report: Report, history: Any) -> list[dict[str, str]]:
     for t in series:
         if t.doc_class == ALL_CLASSES:
             by_metric.setdefault(t.name, []).append(t)
+    order = [p.name for p in report.pipelines]  # the report's order, so a pipeline keeps its colour across plots
     for name, ts in by_metric.items():
+        ts = sorted(ts, key=lambda t: (order.index(t.pipeline) if t.pipeline in order else len(order), t.pipeline))
         data = [(t.pipeline, [(float(i), v, None, None) for i, v in enumerate(t.values) if v is not None]) for t in ts]
         ticks = [(float(i), lab) for i, lab in enumerate(labels)]
         if len(ticks) > 12:
@@ -498,10 +656,28 @@ def _trend_plots(report: Report, history: Any) -> list[dict[str, str]]:
     return out
 
 
+def _drill_choice(report: Report) -> tuple[list[str], int]:
+    """The items the HTML drill-down shows, failing ones first (each group in canonical order: kind, then id), at
+    most `MAX_DRILL_ITEMS`, and how many items the report has; one streaming pass over the kind and item columns."""
+    failing = {f.item for f in report.failures} | set(distinct(report, "item", states=("error",)))
+    first: list[str] = []
+    rest: list[str] = []
+    n = 0
+    for _, item in item_keys(report):
+        n += 1
+        if item in failing:
+            if len(first) < MAX_DRILL_ITEMS:
+                first.append(item)
+        elif len(rest) < MAX_DRILL_ITEMS:
+            rest.append(item)
+    return (first + rest)[:MAX_DRILL_ITEMS], n
+
+
 def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
     pipelines = [p.name for p in report.pipelines]
+    chosen, n_items = _drill_choice(report)
     items: dict[str, dict[str, Any]] = {}
-    for m in report.measurements:
+    for m in measurement_rows(report, items=set(chosen)):
         it = items.setdefault(m.item, {"item": m.item, "kind": m.item_kind, "doc_class": m.doc_class, "cells": {},
                                        "states": {}})
         name = m.metric + (f"[{m.label}]" if m.label else "")
@@ -520,10 +696,16 @@ def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
         summary = ", ".join(f"{n} {s}" for s, n in sorted(it["states"].items()))
         out.append({"item": it["item"], "kind": it["kind"], "doc_class": it["doc_class"], "summary": summary,
                     "pipelines": pipelines, "rows": rows})
-    caption = (f"{len(items)} items; each opens to its rows per pipeline (failing items first)"
-               + (f"; the first {MAX_DRILL_ITEMS} are shown, every item is in report.json"
-                  if len(items) > MAX_DRILL_ITEMS else ""))
+    caption = (f"{n_items} items; each opens to its rows per pipeline (failing items first)"
+               + (f"; the first {MAX_DRILL_ITEMS} are shown, {n_items - MAX_DRILL_ITEMS} more in "
+                  "measurements.parquet" if n_items > MAX_DRILL_ITEMS else ""))
     return out, caption
+
+
+def _html_value(value: Any) -> Any:
+    """Every value the HTML template prints, before jinja2 escapes it: control characters made visible (they are
+    invalid in HTML, and a terminal that shows the page's source would obey them); newlines and tabs kept."""
+    return terminal_text(value, keep_newlines=True) if isinstance(value, str) else value
 
 
 def render_html(report: Report, *, history: Any = None) -> str:
@@ -543,16 +725,18 @@ def render_html(report: Report, *, history: Any = None) -> str:
                       and isinstance(d.data, dict) and isinstance(d.data.get("tests"), list)]
     items, items_caption = _drill_items(report)
     trends = _trend_plots(report, history)
-    env = Environment(autoescape=True)
+    env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
         headline_legend=HEADLINE_LEGEND, headlines=hls, plots=_plots(report, hls), sweeps=_sweeps(report),
+        index_notes=_index_overviews(report),
         trends=trends, trends_caption=(f"the last {len(history[0])} runs of the history, headline values over all "
                                        "classes" if history else ""),
         paired=report.paired_tests, paired_methods=sorted({t.method for t in report.paired_tests}),
         paired_summary=_paired_summary(report) if report.paired_tests else "",
         question_tests=question_tests, legend=LEGEND, tables=class_tables(report), groups=failure_groups(report),
-        failures=report.failures, n_failures=len(report.failures), pipelines=report.pipelines,
+        failures=report.failures, n_failures=_failures_total(report), pipelines=report.pipelines,
+        parse_warnings=report.parse_warnings,
         auditors=sorted((report.config.get("auditors") or {}).items()),
         config_json=json.dumps(report.config, indent=1, sort_keys=True, ensure_ascii=False, default=str),
         env_json=json.dumps(report.environment, indent=1, sort_keys=True, ensure_ascii=False, default=str),

@@ -6,8 +6,9 @@ metric x pipeline, one per class)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ingestaudit.metrics import specs
 from ingestaudit.report.schema import ALL_CLASSES, Failure, MeasurementRow, PairedTest, Report, SummaryRow
@@ -45,8 +46,18 @@ def g4(x: float | None, signed: bool = False) -> str:
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
-    """A value with ``digits`` decimals, or an em dash for None (the full tables)."""
-    return "—" if x is None else f"{x:.{digits}f}"
+    """A value to ``digits`` significant digits (as `g4` for 4), or an em dash for None (the full tables)."""
+    if x is None:
+        return "—"
+    return "0" if x == 0 else f"{x:.{digits}g}"
+
+
+def measurement_rows(report: Report, **filters: Any) -> Iterator[MeasurementRow]:
+    """The report's per-item rows (`ingestaudit.report.rows.measurement_rows`: the store beside report.json, its
+    SHA-256 checked, or the rows of an older report), in canonical order, filtered as that function says."""
+    from ingestaudit.report.rows import measurement_rows as rows
+
+    return rows(report, **filters)
 
 
 def headline_value(row: SummaryRow | None) -> float | None:
@@ -71,12 +82,6 @@ def direction(metric: str, label: str = "") -> str:
     if spec.ideal is not None:
         return f"→{spec.ideal:g}"
     return "↑" if spec.higher_is_better else "↓"
-
-
-def _badness(metric: str, label: str, value: float) -> float:
-    from ingestaudit.report.compare import badness
-
-    return badness(metric, label, value)
 
 
 def stage_rank(stage: str) -> tuple[int, str]:
@@ -110,12 +115,19 @@ def choose_keys(available: Iterable[tuple[str, str]]) -> dict[str, tuple[str, st
     return out
 
 
+def headline_keys(summary: Iterable[SummaryRow]) -> dict[str, tuple[str, str]]:
+    """Each stage's key ``(metric, label)`` among a report's summary rows (the loss waterfall's outcome rows left
+    out): the headline's rows, and the rows the bake-off's paired tests run on (`ingestaudit.report.paired`)."""
+    return choose_keys((r.metric, r.label) for r in summary if not r.metric.startswith("retrieval.outcome@"))
+
+
 # --- headline -------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class HeadCell:
     """One pipeline's key value in a class: the headline value, its interval, n, other states, and ``best``: the
-    best pipeline, marked only when its paired test against every other pipeline is significant after Holm."""
+    pipeline better than every other one on the items both measured, each paired test significant after Holm in
+    that direction (`significant_best`)."""
 
     value: float | None
     low: float | None
@@ -141,7 +153,7 @@ class HeadCell:
         if self.value is None:
             return (f"— ({self.missing})" if self.missing else "—"), ""
         star = " ★" if self.best else ""
-        n = f"n={self.n}" + (f"/{self.total}" if self.total > self.n and not self.corpus else "")
+        n = f"n={self.n}" + (f"/{self.total}" if self.total > self.n else "")
         ci = f"[{self.low:.3g}, {self.high:.3g}]" if self.low is not None and self.high is not None else ""
         return f"{g4(self.value)}{star} {n}", ci
 
@@ -177,9 +189,9 @@ class Headline:
 
 
 def _note(row: SummaryRow) -> str:
-    if row.level == "corpus":
-        bad = [s for s, n in row.states.items() if n and s != "ok"]
-        return f"corpus of {row.n_docs}" + (f"; {bad[0]}" if bad else "")
+    if row.level == "corpus":  # states count documents: those behind the value and those that never reached it
+        bad = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
+        return f"corpus of {row.n_docs}" + (f"; {bad}" if bad else "")
     return ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
 
 
@@ -192,22 +204,34 @@ def _cell(row: SummaryRow | None) -> HeadCell:
                     missing=bad[0][1].replace("_", " ") if bad else "")
 
 
-def _significant_best(tests: Sequence[PairedTest], best: str, others: Sequence[str], metric: str, label: str,
-                      doc_class: str, values: dict[str, float]) -> bool:
-    """True when every comparison of ``best`` with another pipeline is significant after Holm and agrees with the
-    direction of the headline values."""
-    if not others:
+def significant_best(tests: Sequence[PairedTest], pipelines: Sequence[str], metric: str, label: str,
+                     doc_class: str) -> str | None:
+    """The pipeline that is significantly better than every other pipeline with a test in this class and metric:
+    each of its paired tests significant after Holm, and better in the direction of the metric both by the test's
+    side and by the headline difference on the paired items (`PairedTest.better`; for older reports without it,
+    None, the sign of the difference under the metric's direction). None when no pipeline is."""
+    mine = [t for t in tests if t.doc_class == doc_class and t.metric == metric and t.label == label]
+    for best in pipelines:
+        others = [p for p in pipelines if p != best and any({t.pipeline_a, t.pipeline_b} == {best, p} for t in mine)]
+        if not others:
+            continue
+        if all(_wins(next(t for t in mine if {t.pipeline_a, t.pipeline_b} == {best, o}), best, metric, label)
+               for o in others):
+            return best
+    return None
+
+
+def _wins(t: PairedTest, best: str, metric: str, label: str) -> bool:
+    if not t.significant or t.p_holm is None:
         return False
-    for other in others:
-        t = next((t for t in tests if t.doc_class == doc_class and t.metric == metric and t.label == label
-                  and {t.pipeline_a, t.pipeline_b} == {best, other}), None)
-        if t is None or t.p_holm is None or not t.significant:
-            return False
-        diff = t.diff if t.diff is not None else t.mean_diff  # b - a
-        better_b = _badness(metric, label, values[t.pipeline_b]) < _badness(metric, label, values[t.pipeline_a])
-        if (t.pipeline_b == best) != better_b or diff == 0:
-            return False
-    return True
+    if t.better is not None:
+        return t.better == best
+    diff = t.diff if t.diff is not None else t.mean_diff  # b - a
+    spec_dir = direction(metric, label)
+    if diff == 0 or spec_dir not in ("↑", "↓"):
+        return False
+    b_better = (diff > 0) == (spec_dir == "↑")
+    return (t.pipeline_b == best) == b_better
 
 
 def common_items(rows: Sequence[MeasurementRow], doc_class: str, metric: str, label: str,
@@ -227,7 +251,7 @@ def common_items(rows: Sequence[MeasurementRow], doc_class: str, metric: str, la
         return None
     out: dict[str, float | None] = {}
     for p in pipelines:
-        sel = [ok[p][i] for i in common] if p in measured else []
+        sel = [ok[p][i] for i in sorted(common)] if p in measured else []  # sums in a fixed order
         if not sel:
             out[p] = None
         elif all(r.numerator is not None and r.denominator is not None for r in sel) \
@@ -281,15 +305,13 @@ def headlines(report: Report) -> list[Headline]:
     by_class: dict[str, dict[tuple[str, str, str], SummaryRow]] = {}
     for r in report.summary:
         by_class.setdefault(r.doc_class, {})[(r.metric, r.label, r.pipeline)] = r
-    keys = choose_keys((r.metric, r.label) for r in report.summary
-                       if not r.metric.startswith("retrieval.outcome@"))
+    keys = headline_keys(report.summary)
     wk = waterfall_k(report)
     docs_per_class = dict(report.corpus.documents)
     q_per_class: dict[str, set[str]] = {}
-    for m in report.measurements:
-        if m.item_kind == "question":
-            q_per_class.setdefault(m.doc_class, set()).add(m.item)
-            q_per_class.setdefault(ALL_CLASSES, set()).add(m.item)
+    for m in measurement_rows(report, item_kind="question", detail=False):
+        q_per_class.setdefault(m.doc_class, set()).add(m.item)
+        q_per_class.setdefault(ALL_CLASSES, set()).add(m.item)
     out = []
     for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
         rows = []
@@ -298,14 +320,12 @@ def headlines(report: Report) -> list[Headline]:
             if not any(found.values()):
                 continue
             cells = [_cell(found[p]) for p in pipelines]
-            values = {p: c.value for p, c in zip(pipelines, cells) if c.value is not None}
-            if len(values) >= 2:
-                best = min(values, key=lambda p: (_badness(metric, label, values[p]), pipelines.index(p)))
-                if _significant_best(report.paired_tests, best, [p for p in values if p != best], metric, label,
-                                     cls, values):
-                    cells = [HeadCell(c.value, c.low, c.high, c.n, c.note, p == best)
-                             for p, c in zip(pipelines, cells)]
-            common = common_items(report.measurements, cls, metric, label, pipelines) if len(pipelines) > 1 else None
+            values = [p for p, c in zip(pipelines, cells) if c.value is not None]
+            best = significant_best(report.paired_tests, values, metric, label, cls) if len(values) >= 2 else None
+            if best is not None:
+                cells = [replace(c, best=p == best) for p, c in zip(pipelines, cells)]
+            common = (common_items(measurement_rows(report, metrics=(metric,), states=("ok",), detail=False), cls,
+                                   metric, label, pipelines) if len(pipelines) > 1 else None)
             if common and sum(1 for v in common[1].values() if v is not None) < 2:
                 common = None  # fewer than two pipelines have a value over the common items: nothing to compare
             rows.append(HeadRow(stage, metric, label, cells, common[0] if common else None,
@@ -342,8 +362,17 @@ def _cause(f: Failure) -> str:
     return text[:120]
 
 
+failure_cause = _cause
+
+
 def failure_groups(report: Report) -> list[FailureGroup]:
-    """Failures grouped by cause (never one line per stage): most frequent first."""
+    """Failures grouped by cause (never one line per stage): most frequent first; a report of schema 2.1 holds them
+    (`Report.failure_groups`, over every failure, also those past the listed ones)."""
+    if report.failure_groups:
+        return [FailureGroup(g.cause, g.count, list(g.stages), list(g.pipelines),
+                             g.examples[0].item if g.examples else "",
+                             " ".join(g.examples[0].message.split()) if g.examples else "")
+                for g in report.failure_groups]
     groups: dict[str, list[Failure]] = {}
     for f in report.failures:
         groups.setdefault(_cause(f), []).append(f)
@@ -386,8 +415,8 @@ def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
         value = fmt(row.micro if row.micro is not None else row.macro, digits)
     ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}] " if row.ci_low is not None else ""
     if row.level == "corpus":  # one value over the class's documents, not an aggregate of per-document rows
-        state = next((s for s, n in row.states.items() if n), "ok")
-        return Cell(value, f"{ci}corpus of {row.n_docs} docs" + ("" if state == "ok" else f"; {state}"))
+        bad = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
+        return Cell(value, f"{ci}corpus of {row.n_docs} docs" + (f"; {bad}" if bad else ""))
     other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
     return Cell(value, f"{ci}n={row.n_docs}" + (f"; {other}" if other else ""))
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ingestaudit.report.aggregate import summarize
 from ingestaudit.report.paired import paired_tests
+from ingestaudit.report.tables import headline_keys
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, PipelineInfo, Report, StageDetail,
                                        StageInfo, SummaryRow, ToolInfo)
 
@@ -66,6 +67,7 @@ def build(rows: list[Row], *, pipelines: list[str] | None = None, auditors: dict
               "report": {"bootstrap_resamples": 1000, "confidence": 0.95},
               "auditors": auditors if auditors is not None else {"extraction": {"normalization": "text-v1"}},
               "gate": gate or {}}
+    summary = summarize(meas, names, seed=seed, extra=extra_summary or [])
     return Report(
         tool=ToolInfo(name="ingestaudit", version="test"),
         corpus=CorpusInfo(path="/corpora/test", fingerprint=fingerprint, documents=dict(sorted(docs.items())),
@@ -77,9 +79,8 @@ def build(rows: list[Row], *, pipelines: list[str] | None = None, auditors: dict
                                 stages={"parser": StageInfo(implementation=p, version="1", settings={})})
                    for p in names],
         measurements=meas,
-        summary=summarize(meas, names, seed=seed, extra=extra_summary or []),
-        failures=failures or [], details=details or [],
-        paired_tests=paired_tests(meas, names, seed=seed))
+        summary=summary, failures=failures or [], details=details or [],
+        paired_tests=paired_tests(meas, names, seed=seed, keys=headline_keys(summary).values()))
 
 
 def write(report: Report, path: Path) -> Path:

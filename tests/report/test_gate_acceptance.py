@@ -35,8 +35,10 @@ def test_every_document_of_30_worse_by_0_05_is_a_regression_listed_first_with_th
     assert lines[0].startswith("gate FAILED: 3 regressions")
     first = next(i for i, line in enumerate(lines) if line.strip().startswith("1."))
     assert "pymupdf · invoices · extraction.cer ↓  0.1 -> 0.15" in lines[first]
-    assert "Δ +0.05 [+0.05, +0.05]  budget 0.01  p_holm" in lines[first + 1]
-    assert "sign test, 30 pairs, 30 moved" in lines[first + 1]
+    # every resample is worse: one-sided bootstrap p = 1 / (1 + B), B = 20 K / alpha = 1200 for a family of K = 3
+    # (invoices, letters, __all__); Holm's first step multiplies by 3: 3 / 1201 = 0.002498
+    assert lines[first + 1].strip() == ("Δ +0.05 [+0.05, +0.05]  budget 0.01  p_holm 0.002498 (bootstrap, 1200 "
+                                        "resamples, 30 pairs, 30 moved)")
     assert lines[first + 2].strip() == ("moved most: invoices/d00 0.1 -> 0.15, invoices/d01 0.1 -> 0.15, "
                                         "invoices/d02 0.1 -> 0.15")
     # letters (+0.02, two budgets) comes after invoices (+0.05, five budgets)
@@ -46,7 +48,8 @@ def test_every_document_of_30_worse_by_0_05_is_a_regression_listed_first_with_th
 
 def test_one_document_of_30_worse_is_within_noise_and_counted_as_moved(tmp_path):
     # d00 weighs 1000 characters, the others 100: its CER going 0.10 -> 0.20 moves the micro CER by 100/3900 = 0.026,
-    # beyond the 0.01 budget, but one document of 30 is no evidence of a regression (sign test p = 1)
+    # beyond the 0.01 budget, but one document of 30 is no evidence of a regression: a bootstrap resample leaves d00
+    # out (and so is not worse) with probability (29/30)^30 = 0.3616, the one-sided p
     dens = [1000.0] + [100.0] * 29
     base = build(cer_rows("pymupdf", "invoices", [0.10] * 30, den=dens))
     head = build(cer_rows("pymupdf", "invoices", [0.20] + [0.10] * 29, den=dens))
@@ -55,9 +58,13 @@ def test_one_document_of_30_worse_is_within_noise_and_counted_as_moved(tmp_path)
     lines = result.stdout.strip().splitlines()
     assert lines[0] == "gate held: no regression in 1 compared rows"
     assert lines[1].startswith("within noise: 1 row (1 moved beyond the budget, not significant after Holm")
+    # the row that moved beyond its budget is named, with the document that moved
+    assert any(line.strip().startswith("- pymupdf · invoices · extraction.cer ↓  0.1 -> 0.1256") for line in lines)
+    assert "moved most: invoices/d00 0.1 -> 0.2" in result.stdout
     data = json.loads(compare(tmp_path, base, head, "--json").stdout)
     (row,) = data["rows"]
-    assert row["status"] == "within_noise" and row["p_value"] == 1.0 and row["worse"] == pytest.approx(100 / 3900)
+    assert row["status"] == "within_noise" and row["worse"] == pytest.approx(100 / 3900)
+    assert row["p_value"] == pytest.approx((29 / 30) ** 30, abs=0.05)  # 1000 resamples: sd 0.015
 
 
 def test_three_documents_all_worse_are_underpowered_and_gated_by_the_budget(tmp_path):
@@ -66,7 +73,7 @@ def test_three_documents_all_worse_are_underpowered_and_gated_by_the_budget(tmp_
     result = compare(tmp_path, base, head)
     assert result.exit_code == 1, result.output
     assert "1 regression (1 underpowered)" in result.stdout.splitlines()[0]
-    assert "underpowered (3 pairs: p >= 0.25, the bar is 0.05): budget alone" in result.stdout
+    assert "underpowered (3 pairs: one-sided p >= 0.125, the bar is 0.05): budget alone" in result.stdout
     data = json.loads(compare(tmp_path, base, head, "--json").stdout)
     (reg,) = data["regressions"]
     assert reg["underpowered"] is True and reg["p_holm"] is None and reg["diff"] == pytest.approx(0.05)

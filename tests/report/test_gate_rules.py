@@ -95,12 +95,15 @@ def test_tarone_leaves_out_tests_that_cannot_reach_the_level_and_holm_adjusts_th
     k, adjusted = family_adjust([0.001, 0.01, 0.5, 1.0, 0.5], [2 * 0.5 ** 10, 2 * 0.5 ** 10, 0.5, 0.5, 0.5])
     assert k == 2
     assert adjusted == [pytest.approx(0.002), pytest.approx(0.01), None, None, None]
-    assert underpowered(5, 1) and not underpowered(6, 1) and underpowered(6, 2)
+    # one-sided (the gate): 0.5 ** n > alpha / K; two-sided (the bake-off): 2 * 0.5 ** n > alpha / K
+    assert underpowered(4, 1) and not underpowered(5, 1) and underpowered(5, 2)
+    assert underpowered(5, 1, sides=2) and not underpowered(6, 1, sides=2) and underpowered(6, 2, sides=2)
 
 
 def test_holm_over_many_moved_rows_can_turn_a_small_class_underpowered():
-    # 30 classes whose 6 documents all got worse: min p 2/64 = 0.031 each, Tarone's K = 30, bar 0.05/30: no
-    # test on 6 pairs reaches it, so each row is underpowered and the budget alone decides
+    # 30 classes whose 6 documents all got worse: one-sided min p 1/64 = 0.0156 each and 0.5**180 for __all__;
+    # Tarone's K = 4 (only __all__ reaches 0.05/4 = 0.0125): no test on 6 pairs reaches the bar, so each class row
+    # is underpowered and the budget alone decides
     base = build([r for c in range(30) for r in cer_rows("p", f"c{c:02d}", [0.1] * 6)])
     head = build([r for c in range(30) for r in cer_rows("p", f"c{c:02d}", [0.2] * 6)])
     comparison = compare_reports(base, head)

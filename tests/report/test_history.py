@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from ingestaudit.cli import app
 from ingestaudit.report.history import (HistoryError, accept, append_run, list_runs, load_report, sparkline,
                                         trends)
+from _rows import measurements
 
 
 def nightly(cer: float, n: int = 30):
@@ -29,7 +30,7 @@ def test_append_and_reload_a_run(tmp_path):
     assert [(r.run_id, r.label, r.accepted) for r in runs] == [(1, "abc123", True), (2, "def456", False)]
     loaded, info = load_report(db)  # the last accepted run
     assert info.run_id == 1
-    assert loaded.summary == report.summary and loaded.measurements == report.measurements
+    assert loaded.summary == report.summary and measurements(loaded) == measurements(report)
     assert loaded.corpus == report.corpus and loaded.config == report.config
 
 
@@ -110,3 +111,38 @@ def test_a_history_locked_by_another_process_is_exit_2(tmp_path):
         holder.wait()
     time.sleep(0.1)
     assert len(list_runs(db)) == 1  # nothing was added
+
+
+def test_history_items_names_the_documents_behind_a_drift(tmp_path):
+    from _reportkit import Row
+
+    db = tmp_path / "h.duckdb"
+    for night, extra in enumerate([0.0, 0.01, 0.02]):  # d03 drifts up by 0.01 a night; d05 fails on the last night
+        rows = [Row(f"invoices/d{i:02d}", "invoices", "pymupdf", "extraction.cer", 0.1 + extra * (i == 3),
+                    (0.1 + extra * (i == 3)) * 100, 100) for i in range(6) if not (night == 2 and i == 5)]
+        if night == 2:
+            rows.append(Row("invoices/d05", "invoices", "pymupdf", "extraction.cer", None, state="error"))
+        append_run(db, build(rows), label=f"n{night}", time=f"2026-01-0{night + 1}T00:00:00+00:00")
+    result = CliRunner().invoke(app, ["history", str(db), "--items", "--metric", "extraction.cer"],
+                                env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("extraction.cer ↓ per item over 3 runs; * = accepted; change = last run - run 1 (n0)")
+    head = next(i for i, line in enumerate(lines) if line.startswith("item"))
+    assert lines[head].split() == ["item", "n0*", "n1", "n2", "change"]
+    assert lines[head + 1].split() == ["pymupdf", "·", "invoices/d05", "0.1", "0.1", "error"]  # failed: first
+    assert lines[head + 2].split() == ["pymupdf", "·", "invoices/d03", "0.1", "0.11", "0.12", "+0.02"]
+    assert lines[head + 3].split()[-1] == "0"
+    bad = CliRunner().invoke(app, ["history", str(db), "--items"])
+    assert bad.exit_code == 2 and "--items needs --metric" in bad.output
+
+
+def test_series_without_any_value_are_left_out_of_the_trends(tmp_path):
+    from _reportkit import Row
+
+    db = tmp_path / "h.duckdb"
+    rows = cer_rows("p", "c", [0.1] * 3) + [Row(f"c/d{i:02d}", "c", "p", "tables.teds", None, state="no_reference")
+                                            for i in range(3)]
+    append_run(db, build(rows))
+    _, series = trends(db)
+    assert {t.metric for t in series} == {"extraction.cer"}

@@ -74,3 +74,31 @@ def test_headless_chromium_renders_the_page_without_running_a_script(tmp_path):
                            page.as_uri()], capture_output=True, text=True, timeout=120)
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert SCREENSHOT.stat().st_size > 20_000
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/setup.sh installs Debian's chromium)")
+def test_a_raw_script_injected_into_the_page_is_blocked_by_its_csp(tmp_path):
+    """Escaping aside, the page's own Content-Security-Policy stops a script that got in raw: Chromium refuses to run
+    it and logs the violation. The same injection into the page without its CSP meta does run (the control)."""
+    page = render_html(hostile_report())
+    raw = ("<script>document.title='PWNED'</script>"
+           "<img src=\"data:,\" onerror=\"document.body.setAttribute('data-pwned', '1')\">")
+    injected = page.replace("</body>", raw + "</body>")
+    assert injected.count("<script>") == 1
+    control = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", injected)
+    assert control != injected
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+            "--disable-background-networking", "--enable-logging=stderr", "--v=0"]
+    out = {}
+    for name, text in (("csp", injected), ("control", control)):
+        path = tmp_path / f"{name}.html"
+        path.write_text(text, encoding="utf-8")
+        out[name] = subprocess.run([*base, f"--user-data-dir={tmp_path / name}", "--dump-dom", path.as_uri()],
+                                   capture_output=True, text=True, timeout=120)
+        assert out[name].returncode == 0, out[name].stderr[-2000:]
+    assert "<title>ingestaudit report</title>" in out["csp"].stdout and 'data-pwned="1"' not in out["csp"].stdout
+    violations = [line for line in out["csp"].stderr.splitlines()
+                  if ":CONSOLE" in line and "Content Security Policy" in line and "blocked" in line]
+    assert len(violations) >= 2, out["csp"].stderr[-3000:]  # the inline script and the inline event handler
+    assert "<title>PWNED</title>" in out["control"].stdout and 'data-pwned="1"' in out["control"].stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from _reportkit import build, cer_rows, write
+from _rows import measurements
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
@@ -104,7 +105,8 @@ def test_bad_history_baseline_budget_or_out_folder_stop_before_the_audit(corpus,
                                      "this run has pymupdf"),
         (["--history", str(foreign)], f"{foreign}: not a DuckDB history file"),
         (["--baseline", str(tmp_path / "missing.json")], "missing.json: not a readable JSON report"),
-        (["--baseline", f"history:{tmp_path / 'none.duckdb'}"], "no such history file"),
+        # a missing history is the first night (a warning, see below); one that is not a history is an error
+        (["--baseline", f"history:{foreign}"], f"--baseline: {foreign}: not a DuckDB history file"),
         (["--budget", "extraction.nope=0.1"], "--budget extraction.nope=0.1: unknown metric"),
     ]
     for extra, message in cases:
@@ -132,3 +134,154 @@ def test_out_refuses_a_folder_of_other_files_and_warns_for_another_corpus(corpus
     result = run(str(other), "--parser", "pymupdf", "--out", str(copy), "--stage", "extraction", columns=300)
     assert result.exit_code == 0, result.output
     assert "replacing the report of a different corpus" in result.output
+
+
+# --- the gate and the history through `run` --------------------------------------------------------------------------
+
+def imperfect_corpus(root: Path) -> Path:
+    """The two-document corpus, but the letter's reference text has a word the PDF lacks: its CER is 5/43."""
+    make_corpus(root)
+    (root / "truth" / "letters" / "dear.txt").write_text("Dear reader, thank you for the long letter.\n",
+                                                         encoding="utf-8")
+    return root
+
+
+def perfect_baseline(corpus: Path, path: Path) -> Path:
+    """A baseline report of pipeline pymupdf in which both documents had CER 0, with the run's own extraction
+    options and item hashes (so that its rows pair with, and are comparable to, a run on ``corpus``)."""
+    from _reportkit import Row
+
+    from ingestaudit.auditors.extraction import ExtractionAuditor
+    from ingestaudit.corpus import discover
+    from ingestaudit.report.provenance import item_hashes
+
+    rows = [Row("letters/dear", "letters", "pymupdf", "extraction.cer", 0.0, 0.0, 43.0),
+            Row("notes/hello", "notes", "pymupdf", "extraction.cer", 0.0, 0.0, 33.0)]
+    base = build(rows, auditors={"extraction": ExtractionAuditor().options()},
+                 hashes=item_hashes(discover(corpus)))
+    return write(base, path)
+
+
+@pytest.mark.slow
+def test_run_baseline_exits_1_on_a_regression_and_a_history_lock_does_not_hide_it(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    corpus = imperfect_corpus(tmp_path / "corpus")
+    baseline = perfect_baseline(corpus, tmp_path / "base" / "report.json")
+    db = tmp_path / "h.duckdb"
+    result = run(str(corpus), "--parser", "pymupdf", "--out", str(tmp_path / "out"), "--stage", "extraction",
+                 "--baseline", str(baseline), "--history", str(db), "--label", "n1", columns=120)
+    assert result.exit_code == 1, result.output
+    assert "gate FAILED: 2 regressions (2 underpowered)" in result.stdout
+    assert "pymupdf · letters · extraction.cer ↓  0 -> 0.1163" in result.stdout  # 5 / 43
+    from ingestaudit.report.history import list_runs
+
+    assert [r.label for r in list_runs(db)] == ["n1"]  # a failed gate is still recorded
+    # the history is locked by another process after the pre-audit check: exit 2, and the failed gate is said
+    monkeypatch.setattr("ingestaudit.report.history.check_history", lambda path: None)
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        locked = run(str(corpus), "--parser", "pymupdf", "--out", str(tmp_path / "out2"), "--stage", "extraction",
+                     "--baseline", str(baseline), "--history", str(db), "--label", "n2", columns=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert locked.exit_code == 2, locked.output
+    assert "gate FAILED: 2 regressions" in locked.stdout  # the verdict is printed
+    assert ("locked by another process" in locked.output
+            and "the run was not recorded; the gate also FAILED (exit 1 without this error)" in locked.output)
+    assert [r.label for r in list_runs(db)] == ["n1"]
+
+
+@pytest.mark.slow
+def test_the_first_night_has_no_history_warns_and_runs_ungated(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    db = tmp_path / "runs.duckdb"
+    args = [str(corpus), "--parser", "pymupdf", "--stage", "extraction", "--history", str(db),
+            "--baseline", f"history:{db}"]
+    first = run(*args, "--out", str(tmp_path / "n1"), "--label", "n1", columns=300)
+    assert first.exit_code == 0, first.output
+    assert (f"warning: --baseline history:{db}: no run recorded yet, so this run is not gated (exit 0 unless it "
+            "fails otherwise); it starts the history and is accepted as its first baseline") in first.output
+    assert "gate" not in first.stdout
+    second = run(*args, "--out", str(tmp_path / "n2"), "--label", "n2", columns=300)
+    assert second.exit_code == 0, second.output
+    assert "no run recorded yet" not in second.output and "gate held: no regression in" in second.stdout
+    from ingestaudit.report.history import list_runs
+
+    assert [(r.label, r.accepted) for r in list_runs(db)] == [("n1", True), ("n2", False)]
+
+
+def test_a_truncated_baseline_stops_run_before_the_audit(corpus, tmp_path):
+    good = write(build(cer_rows("pymupdf", "notes", [0.1])), tmp_path / "good.json")
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(good.read_text()[:300])
+    out = tmp_path / "out"
+    result = run(str(corpus), "--parser", "pymupdf", "--out", str(out), "--baseline", str(truncated), columns=300)
+    assert result.exit_code == 2
+    assert f"{truncated}: not a readable JSON report" in result.output.replace("\n", "")
+    assert not out.exists()
+
+
+def test_measurements_parquet_is_queried_by_duckdb_as_the_history_docstring_says(first_run):
+    import duckdb
+
+    _, out, _ = first_run
+    rows = duckdb.sql(f"SELECT item, value FROM '{out / 'measurements.parquet'}' WHERE metric = 'extraction.cer' "
+                      "ORDER BY item").fetchall()
+    assert rows == [(m["item"], m["value"]) for m in sorted(measurements(out), key=lambda m: m["item"])
+                    if m["metric"] == "extraction.cer"]
+    assert len(rows) == 2
+
+
+# --- the index sweep plot from a real run ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_index_sweep_of_a_real_run_is_drawn_against_qps_from_timings_json(tmp_path):
+    import base64
+    import re
+
+    corpus, outputs = tmp_path / "corpus", tmp_path / "outputs"
+    (corpus / "docs" / "c").mkdir(parents=True)
+    for name in ("a", "b"):
+        (corpus / "docs" / "c" / f"{name}.txt").write_text("source\n")
+        text = " ".join(f"Sentence {i} of {name} tells about topic {i % 5}." for i in range(30))
+        chunks = [{"text": text[p:p + 50], "start": p, "end": min(p + 50, len(text))} for p in range(0, len(text), 50)]
+        (outputs / "monitor" / "c").mkdir(parents=True, exist_ok=True)
+        (outputs / "monitor" / "c" / f"{name}.json").write_text(json.dumps({"text": text, "chunks": chunks}))
+    (tmp_path / "run.toml").write_text(
+        f'[run]\nexecutor = "serial"\ncache_dir = "{tmp_path / "cache"}"\n\n'
+        f'[pipelines.monitor]\nembedder = {{ use = "_chain_stubs:HashEmbedder" }}\nindex = {{ use = "hnsw", m = 8 }}\n')
+    out = tmp_path / "report"
+    res = CliRunner().invoke(app, ["run", str(corpus), "--outputs", str(outputs), "--config",
+                                   str(tmp_path / "run.toml"), "--stage", "index", "--out", str(out)],
+                             env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+
+    def sweep_svg(page: str) -> str:
+        m = re.search(r'<img class="plot" alt="index sweep" src="data:image/svg\+xml;base64,([^"]+)"', page)
+        assert m, "no index sweep plot"
+        return base64.b64decode(m.group(1)).decode()
+
+    timings = json.loads((out / "timings.json").read_text())
+    qps = [c["qps"] for c in timings["monitor"]["index"]["cells"]]
+    assert len(qps) >= 2 and all(q > 0 for q in qps)
+    svg = sweep_svg((out / "report.html").read_text())
+    assert "queries per second, one thread" in svg and "depends on the machine" in svg and "target 0.95" in svg
+    # the same report without timings.json beside it: drawn against the search parameter, deterministically
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "report.json").write_text((out / "report.json").read_text())
+    (bare / "measurements.parquet").write_bytes((out / "measurements.parquet").read_bytes())  # beside its report
+    pages = []
+    for name in ("one.html", "two.html"):
+        again = CliRunner().invoke(app, ["report", str(bare / "report.json"), "--html", str(tmp_path / name)])
+        assert again.exit_code == 0, again.output
+        pages.append((tmp_path / name).read_text())
+    assert pages[0] == pages[1]
+    svg = sweep_svg(pages[0])
+    assert "ef_search (log scale)" in svg and "queries per second" not in svg
+    assert "no timings.json beside the report: drawn against the search parameter" in pages[0]
