@@ -1,11 +1,15 @@
 """The ``ingestaudit`` command line (typer). Heavy libraries are imported inside commands, never at module level.
 
-Exit codes: 0 ran (and every gate held); 1 a gate failed; 2 usage or corpus error (nothing audited); 3 the run
-finished but some documents failed (only with ``--strict``). Payload goes to stdout, progress to stderr.
+Exit codes: 0 ran (and every gate held); 1 a gate failed; 2 usage or corpus error (nothing audited), or an output
+that cannot be written (the previous report unchanged); 3 the run finished but some documents failed (only with
+``--strict``); 130 interrupted (SIGINT), 143 terminated (SIGTERM): nothing written. Payload goes to stdout, progress
+to stderr; every name from the corpus is printed with its control characters made visible
+(`ingestaudit.report.escape`).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -51,11 +55,84 @@ def _stderr():
 
 
 def _fail(message: str, hint: str = "") -> None:
+    from ingestaudit.report.escape import terminal_text
+
     console = _stderr()
-    console.print("error: " + message, style="red", highlight=False, markup=False)
+    # soft_wrap: a long path stays whole on one line (the terminal wraps it), so it can be copied
+    console.print("error: " + terminal_text(message, keep_newlines=True), style="red", highlight=False, markup=False,
+                  soft_wrap=True)
     if hint:
-        console.print(hint, style="dim", highlight=False, markup=False)
+        console.print(terminal_text(hint, keep_newlines=True), style="dim", highlight=False, markup=False,
+                      soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
+
+
+def _json_c1_escaped(text: str) -> str:
+    """JSON text with DEL and the C1 controls (U+007F-U+009F) written as ``\\u`` escapes (they only occur inside
+    strings, where the escape means the same character)."""
+    import re
+
+    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def _echo(text: str) -> None:
+    """One payload line on stdout, its control characters made visible (names come from the corpus)."""
+    from ingestaudit.report.escape import terminal_text
+
+    typer.echo(terminal_text(text, keep_newlines=True))
+
+
+def _print_view(text: str) -> None:
+    """A multi-line view (comparison, trends) on stdout, control characters made visible, newlines kept."""
+    from ingestaudit.report.escape import terminal_text
+
+    _stdout().print(terminal_text(text, keep_newlines=True), highlight=False, markup=False, soft_wrap=True)
+
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM (the shell convention)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    import signal
+
+    from ingestaudit.executors.base import request_stop
+
+    if signum == signal.SIGTERM:  # once: a second SIGTERM must not break off the clean-up
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    request_stop(signum)
+
+
+@contextmanager
+def _interrupts_stop_the_run(out: Path, state: dict, console):
+    """While the block runs, SIGINT (Ctrl-C) and SIGTERM stop the run (`ingestaudit.executors.base.request_stop`):
+    the executors stop their workers (and the workers their children) as the exception passes, no report file is
+    replaced unless ``state["committed"]``, and the command ends with one line and exit 130 (SIGINT) or 143
+    (SIGTERM)."""
+    import signal
+    import threading
+
+    from ingestaudit.executors.base import clear_stop
+
+    clear_stop()
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        what, code = (("terminated (SIGTERM)", EXIT_TERMINATED) if signum == signal.SIGTERM
+                      else ("interrupted", EXIT_INTERRUPTED))
+        from ingestaudit.report.escape import terminal_text
+
+        where = (f"the report in {out} was already written" if state.get("committed")
+                 else f"no report was written; the previous report in {out}, if any, is unchanged")
+        console.print(terminal_text(f"{what}: the run stopped; {where}"), style="red", highlight=False, markup=False,
+                      soft_wrap=True)
+        raise typer.Exit(code) from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        clear_stop()
 
 
 @app.command()
@@ -107,8 +184,8 @@ def run(
     from ingestaudit.auditors.registry import UnknownStage
     from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
     from ingestaudit.corpus import CorpusError, discover
-    from ingestaudit.io import write_atomic
     from ingestaudit.parsers.base import ParserUnavailable
+    from ingestaudit.report.escape import terminal_text
     from ingestaudit.parsers.registry import PRECOMPUTED, UnknownParser
     from ingestaudit.pipeline import PipelineError, Sweep, resolve
     from ingestaudit.runner import parser_spec, run as run_audit
@@ -148,12 +225,15 @@ def run(
                         sweeps=sweeps, default_parsers=list(cfg.run.parsers))
     except PipelineError as exc:
         _fail(str(exc), "see 'ingestaudit run --help'")
-    out_dir = out.resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        _fail(f"--out {out}: exists and is not a folder")
-    if out_dir == found.root or found.root in out_dir.parents:
-        _fail(f"--out {out}: inside the corpus {found.root}; the corpus is never written to",
-              "choose an output folder outside the corpus")
+    from ingestaudit.io import OutputError, check_output_file, check_output_folder, folder_ids
+
+    corpus_ids = folder_ids(found.root)  # the corpus's folders by device and inode: a bind mount is no way in
+    try:
+        check_output_folder(out, corpus_root=found.root, root_ids=corpus_ids)
+        if history is not None:
+            check_output_file(history, corpus_root=found.root, root_ids=corpus_ids, flag="--history")
+    except OutputError as exc:
+        _fail(str(exc))
     # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
@@ -171,19 +251,29 @@ def run(
 
     console = _stderr()
     for p in found.problems:
-        console.print(f"warning: {p}", style="yellow", highlight=False, markup=False)
-    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        def progress(total: int):
-            task = bar.add_task("audit", total=total)
-            return lambda: bar.advance(task)
+        console.print(terminal_text(f"warning: {p}"), style="yellow", highlight=False, markup=False)
+    state = {"committed": False}
+    from ingestaudit.io import describe, run_folder
+    from ingestaudit.store import STORE_NAME, StoreWriteError
 
-        try:
-            report = run_audit(found, pipes, cfg, progress=progress)
-        except (UnknownStage, ValueError) as exc:
-            _fail(str(exc))
-    raise typer.Exit(_finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
-                                 verbose, strict, console))
+    with _interrupts_stop_the_run(out, state, console):
+        with run_folder(out) as work:  # the run's spill files and store, beside the report they become
+            with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=console, transient=True) as bar:
+                def progress(total: int):
+                    task = bar.add_task("audit", total=total)
+                    return lambda: bar.advance(task)
+
+                try:
+                    report = run_audit(found, pipes, cfg, progress=progress, work_dir=work)
+                except (UnknownStage, ValueError) as exc:
+                    _fail(str(exc))
+                except OSError as exc:  # the store or a spill file (a full disk): nothing was replaced
+                    what = out / STORE_NAME if isinstance(exc, StoreWriteError) else work
+                    _fail(f"cannot write {what} ({describe(exc)}); the previous report in {out} is unchanged")
+            code = _finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
+                               verbose, strict, console, state)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -191,6 +281,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     """Check the corpus layout and every truth file without running anything; exit 2 if any problem is found."""
     from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
     from ingestaudit.corpus import CorpusError, discover
+    from ingestaudit.report.escape import terminal_text
     from ingestaudit.truth import TruthError, load_truth
 
     try:
@@ -198,12 +289,16 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     except CorpusError as exc:
         _fail(str(exc))
     problems = [str(p) for p in found.problems]
+    from ingestaudit.config import Limits
+
+    limits = Limits()  # the size limits (issue 15): the corpus's own [limits] may lower them
     if (corpus / CONFIG_NAME).is_file():
         try:
             cfg = load_config(corpus / CONFIG_NAME, trusted=False)  # module paths are a problem (issue 15)
         except ConfigError as exc:
             problems.append(str(exc))
         else:
+            limits = cfg.limits
             from ingestaudit.runner import select_stages
 
             try:  # every [auditor_options.X] table names a stage and its options build that auditor
@@ -216,9 +311,10 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     from ingestaudit.metrics.teds import parse_table
 
     warnings: list[str] = []
+    problems += [str(p) for p in found.over_limits(limits).values()]  # documents over limits.doc_bytes (stat only)
     for doc in found.documents:
         try:
-            truth = load_truth(doc, found.root)
+            truth = load_truth(doc, found.root, limits)
         except TruthError as exc:
             problems += [str(p) for p in exc.problems]
             continue
@@ -240,38 +336,41 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         truths = {}
         for doc in found.documents:
             try:
-                truths[doc.doc_id] = load_truth(doc, found.root)
+                truths[doc.doc_id] = load_truth(doc, found.root, limits)
             except Exception:  # reported above
                 from ingestaudit.truth import Truth
 
                 truths[doc.doc_id] = Truth()
         try:
-            qset = load_questions(found.questions, found.questions.name, truths)
+            qset = load_questions(found.questions, found.questions.name, truths, limits)
             problems += [str(p) for p in qset.problems]
         except OSError as exc:
             problems.append(f"{found.questions.name}: unreadable ({exc.strerror or exc})")
     for w in warnings:
-        typer.echo(f"warning: {w}")
+        _echo(f"warning: {terminal_text(w)}")
     for p in problems:
-        typer.echo(p)
+        _echo(terminal_text(p))
     if problems:
-        _stderr().print(f"{len(problems)} problem(s) in {found.root}", style="red", highlight=False, markup=False)
+        _stderr().print(terminal_text(f"{len(problems)} problem(s) in {found.root}"), style="red", highlight=False,
+                        markup=False)
         raise typer.Exit(EXIT_USAGE)
     classes = ", ".join(f"{c}: {n}" for c, n in found.classes().items())
-    typer.echo(f"ok: {len(found.documents)} documents ({classes})")
+    _echo(terminal_text(f"ok: {len(found.documents)} documents ({classes})"))
 
 
 @app.command()
 def init(corpus: Annotated[Path, typer.Argument(help="Folder to create (must be absent or empty).")]) -> None:
     """Write the corpus layout with one example of each file."""
-    from ingestaudit.scaffold import write_example_corpus
+    from ingestaudit.scaffold import reference_lines, write_example_corpus
 
     try:
         written = write_example_corpus(corpus)
     except FileExistsError as exc:
         _fail(str(exc), "choose a new folder")
     for path in written:
-        typer.echo(path)
+        _echo(str(path))
+    for line in reference_lines():  # where every key of these files is documented
+        _echo(line)
 
 
 @app.command()
@@ -284,7 +383,7 @@ def parsers() -> None:
             ok, info = load_parser(name).available()
         except Exception as exc:  # a broken plug-in is listed, not fatal
             ok, info = False, f"{type(exc).__name__}: {exc}"
-        typer.echo(f"{name}\t{'available' if ok else 'unavailable'}\t{info}")
+        _echo(f"{name}\t{'available' if ok else 'unavailable'}\t{info}")
 
 
 def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_gate: dict, cfg_path: Path | None,
@@ -293,11 +392,20 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
     with this run), the budgets of ``[gate]`` and ``--budget``, the history file and the output folder. Exits 2
     naming the flag or file on a bad one."""
     from ingestaudit.report.compare import GateError, resolve_budgets
+    from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.provenance import OutFolderError, check_out_folder
 
     base_report, base_label = None, ""
     if baseline is not None:
-        base_report, base_label = _read_baseline(baseline, "--baseline")
+        base_report, base_label = _read_baseline(baseline, "--baseline", first_night=True)
+    if baseline is not None and base_report is None:  # history:DB with no run yet: warn, run ungated
+        same = history is not None and Path(baseline[len("history:"):]).resolve() == history.resolve()
+        _stderr().print(terminal_text(
+            f"warning: --baseline {baseline}: no run recorded yet, so this run is not gated (exit 0 unless it "
+            + ("fails otherwise); it starts the history and is accepted as its first baseline"
+               if same else "fails otherwise); add --history with the same file to start the history")),
+            style="yellow", highlight=False, markup=False)
+    elif baseline is not None:
         base_names = [p.name for p in base_report.pipelines] or sorted({r.pipeline for r in base_report.summary})
         if not set(base_names) & set(pipelines):
             _fail(f"--baseline {baseline}: no pipeline in common: the baseline has {', '.join(base_names) or 'none'};"
@@ -323,34 +431,41 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
     return base_report, base_label, budgets, warning
 
 
-def _read_baseline(spec: str, flag: str):
-    """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``."""
-    from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, load_report
+def _read_baseline(spec: str, flag: str, first_night: bool = False):
+    """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``. With
+    ``first_night`` a history file that does not exist yet or holds no run gives ``(None, "")``."""
+    from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, is_empty, load_report
     from ingestaudit.report.schema import ReportError, read_report
 
     if spec.startswith(HISTORY_PREFIX):
         path = Path(spec[len(HISTORY_PREFIX):])
         try:
+            if first_night and is_empty(path):
+                return None, ""
             rep, info = load_report(path)
         except HistoryError as exc:
             _fail(f"{flag}: {exc}")
         return rep, f"{path} run {info.run_id}" + (f" ({info.label})" if info.label else "")
     try:
-        return read_report(Path(spec)), spec
+        from ingestaudit.report.rows import store_file
+
+        rep = read_report(Path(spec))
+        store_file(rep)  # its measurement store beside it, checked against its SHA-256
+        return rep, spec
     except ReportError as exc:
         _fail(str(exc))
 
 
 def _finish_run(report, found, out: Path, out_warning: str, base_report, base_label: str, budgets: dict,
-                history: Path | None, label: str, verbose: bool, strict: bool, console) -> int:
+                history: Path | None, label: str, verbose: bool, strict: bool, console, state: dict) -> int:
     """Everything after the audit: item hashes, the output folder (report.json, report.md, report.html,
-    timings.json), the history, the terminal view and the gate. Returns the exit code."""
-    import json as _json
-
-    from ingestaudit.io import write_atomic
+    measurements.parquet, timings.json, written together by `ingestaudit.io.write_report`), the history, the
+    terminal view and the gate. Returns the exit code; a file that cannot be written is exit 2 with its path."""
+    from ingestaudit.io import OutputError, write_report
     from ingestaudit.report.compare import GateError, compare_reports, render_comparison
+    from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.provenance import OutFolderError, check_out_folder, item_hashes
-    from ingestaudit.report.render import render_html, render_markdown, render_terminal, terminal_width
+    from ingestaudit.report.render import render_terminal, terminal_width
 
     report.corpus.item_hashes = item_hashes(found)
     try:
@@ -358,31 +473,35 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     except OutFolderError as exc:  # the folder changed during the audit
         _fail(str(exc))
     if out_warning:
-        console.print("warning: " + out_warning, style="yellow", highlight=False, markup=False)
-    from ingestaudit.store import write_measurements
+        console.print("warning: " + terminal_text(out_warning), style="yellow", highlight=False, markup=False)
+    history_error, recorded = "", False
 
-    out.mkdir(parents=True, exist_ok=True)
-    digest = write_measurements(report.measurements, out / "measurements.parquet")
-    report.measurements_store = {"file": "measurements.parquet", "sha256": digest}
-    write_atomic(out / "report.json", report.to_json())
-    write_atomic(out / "report.md", render_markdown(report))
-    trend, history_error = None, ""
-    if history is not None:  # checked before the audit; a lock taken since is reported after the report is saved
+    def record() -> object:  # the history, once report.json and report.md are staged; its trends go into the HTML
+        nonlocal history_error, recorded
+        if history is None:  # checked before the audit; a lock taken since is reported after the report is saved
+            return None
         from ingestaudit.report.history import HistoryError, append_run, trends
-        from ingestaudit.report.tables import choose_keys
+        from ingestaudit.report.tables import headline_keys
 
         try:
             run_id = append_run(history, report, label=label)
-            keys = list(choose_keys((r.metric, r.label) for r in report.summary).values())
-            trend = trends(history, metrics=keys)
-            console.print(f"history: run {run_id} appended to {history}", highlight=False, markup=False)
+            recorded = True
+            keys = list(headline_keys(report.summary).values())
+            found_trend = trends(history, metrics=keys)
+            console.print(terminal_text(f"history: run {run_id} appended to {history}"), highlight=False,
+                          markup=False)
+            return found_trend
         except HistoryError as exc:
             history_error = str(exc)
-    write_atomic(out / "report.html", render_html(report, history=trend))
+            return None
+
+    try:
+        committed = write_report(out, report, trend=record)
+    except OutputError as exc:
+        _fail(str(exc) + (f"; the run was recorded in the history {history}" if recorded else ""))
+    state["committed"] = True
     written = ["report.json", "report.md", "report.html", "measurements.parquet"]
-    if report.timings:
-        write_atomic(out / "timings.json", _json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
-        written.append("timings.json")
+    written += [n for n in committed if n not in written]
     render_terminal(report, _stdout(), verbose=verbose, out_dir=out, written=written)
     code = EXIT_OK
     comparison = None
@@ -393,15 +512,15 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
         except GateError as exc:
             _fail(str(exc))
     if comparison is not None:
-        _stdout().print(render_comparison(comparison, width=terminal_width(), verbose=verbose), highlight=False,
-                        markup=False, soft_wrap=True)
+        _print_view(render_comparison(comparison, width=terminal_width(), verbose=verbose))
         if comparison.failed:
             code = EXIT_GATE
     if code == EXIT_OK and strict and report.failures:
         code = EXIT_FAILURES
-    if history_error:
-        console.print(f"error: {history_error}; the run was not recorded", style="red", highlight=False,
-                      markup=False)
+    if history_error:  # exit 2, but a gate that failed too is said, not hidden behind it
+        gate = "; the gate also FAILED (exit 1 without this error)" if code == EXIT_GATE else ""
+        console.print(terminal_text(f"error: {history_error}; the run was not recorded{gate}"), style="red",
+                      highlight=False, markup=False)
         code = EXIT_USAGE
     return code
 
@@ -417,12 +536,18 @@ def report(
     """Re-render a report.json: its headline in the terminal, and optionally the HTML and Markdown views."""
     import json as _json
 
-    from ingestaudit.io import write_atomic
+    import os
+
+    from ingestaudit.io import OutputError, check_output_file, describe, folder_ids, write_atomic
+    from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
     from ingestaudit.report.schema import ReportError, read_report
 
     try:
+        from ingestaudit.report.rows import store_file
+
         rep = read_report(report_json)
+        store_file(rep)  # its measurement store beside it, checked against its SHA-256
     except ReportError as exc:
         _fail(str(exc))
     timings = report_json.parent / "timings.json"
@@ -440,13 +565,27 @@ def report(
             trend = trends(history, metrics=list(choose_keys((r.metric, r.label) for r in rep.summary).values()))
         except HistoryError as exc:
             _fail(str(exc))
+    targets = [(flag, path) for flag, path in (("--html", html), ("--md", md)) if path is not None]
+    if len(targets) == 2 and Path(os.path.abspath(html)) == Path(os.path.abspath(md)):
+        _fail(f"--html and --md name the same file {html}")
+    corpus_root = Path(rep.corpus.path) if rep.corpus.path else None  # the report knows its corpus
+    try:
+        ids = folder_ids(corpus_root) if corpus_root is not None else None
+        for flag, path in targets:
+            check_output_file(path, corpus_root=corpus_root, root_ids=ids, flag=flag,
+                              never=[report_json, timings, *([history] if history is not None else [])])
+    except OutputError as exc:
+        _fail(str(exc))
     render_terminal(rep, _stdout(), verbose=verbose)
-    if html:
-        write_atomic(html, render_html(rep, history=trend))
-        _stderr().print(f"wrote {html}", highlight=False, markup=False)
-    if md:
-        write_atomic(md, render_markdown(rep))
-        _stderr().print(f"wrote {md}", highlight=False, markup=False)
+    views = [(flag, path, render_html(rep, history=trend) if flag == "--html" else render_markdown(rep))
+             for flag, path in targets]
+    for flag, path, text in views:
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            _fail(f"{flag} {path}: cannot write ({describe(exc)})" + ("; nothing was written" if flag == views[0][0]
+                                                                      else f"; {views[0][1]} was written"))
+        _stderr().print(terminal_text(f"wrote {path}"), highlight=False, markup=False)
 
 
 @app.command()
@@ -464,8 +603,9 @@ def compare(
     json_: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for other tools).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every compared row.")] = False,
 ) -> None:
-    """Gate HEAD against BASE: exit 1 when a metric worsened beyond its budget and beyond noise (paired test, Holm
-    correction), or an item that was ok now fails; exit 2 on bad input or when no pipeline is in common."""
+    """Gate HEAD against BASE: exit 1 when a metric worsened beyond its budget and beyond noise (one-sided paired
+    test, Holm correction), an item that was ok now fails, or a row of BASE is missing in HEAD; exit 2 on bad input
+    or when no pipeline is in common."""
     import json as _json
 
     from ingestaudit.report.compare import GateError, compare_reports, render_comparison, resolve_budgets
@@ -474,7 +614,10 @@ def compare(
 
     base_report, base_label = _read_baseline(base, "BASE")
     try:
+        from ingestaudit.report.rows import store_file
+
         head_report = read_report(head)
+        store_file(head_report)  # its measurement store beside it, checked against its SHA-256
     except ReportError as exc:
         _fail(str(exc))
     gate = head_report.config.get("gate") if isinstance(head_report.config.get("gate"), dict) else {}
@@ -494,10 +637,10 @@ def compare(
     except GateError as exc:
         _fail(str(exc))
     if json_:
-        typer.echo(_json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False, allow_nan=False))
+        text = _json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False, allow_nan=False)
+        typer.echo(_json_c1_escaped(text))  # JSON escapes C0 itself; C1 and DEL too, for a terminal reading it
     else:
-        _stdout().print(render_comparison(comparison, width=terminal_width(), verbose=verbose), highlight=False,
-                        markup=False, soft_wrap=True)
+        _print_view(render_comparison(comparison, width=terminal_width(), verbose=verbose))
     raise typer.Exit(EXIT_GATE if comparison.failed else EXIT_OK)
 
 
@@ -511,16 +654,29 @@ def history_(
     last: Annotated[int, typer.Option(min=1, help="The last N runs.")] = 20,
     accept: Annotated[Optional[str], typer.Option(help="Mark a run (label, run id or 'last') accepted: the "
                                                        "baseline of --baseline history:DB.")] = None,
+    items: Annotated[bool, typer.Option("--items", help="Per item: --metric M (or M[LABEL]) in each run, the "
+                                                        "items that got worse most since the accepted run "
+                                                        "first.")] = False,
 ) -> None:
     """Print trend tables from a history file, or accept a run as the gate's baseline."""
-    from ingestaudit.report.history import HistoryError, accept as accept_run, list_runs, render_trends, trends
+    from ingestaudit.report.escape import terminal_text
+    from ingestaudit.report.history import (HistoryError, accept as accept_run, item_trends, list_runs,
+                                            render_item_trends, render_trends, trends)
     from ingestaudit.report.render import terminal_width
     from ingestaudit.report.tables import choose_keys
 
     try:
         if accept is not None:
             run = accept_run(db, accept)
-            typer.echo(f"accepted run {run.run_id} ({run.label or run.time}) of {db}")
+            _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}"))
+            return
+        if items:
+            if not metric or "." not in metric:
+                _fail("--items needs --metric STAGE.METRIC (e.g. --metric extraction.cer, or pii.f1[PERSON])")
+            name, _, lab = metric.partition("[")
+            runs, per_item, ref = item_trends(db, name, label=lab.rstrip("]"), doc_class=class_,
+                                              pipeline=pipeline, last=last)
+            _print_view(render_item_trends(runs, per_item, ref, metric, width=terminal_width()))
             return
         keys = None
         if metric is None:
@@ -531,8 +687,7 @@ def history_(
         runs, series = trends(db, metric=metric, doc_class=class_, pipeline=pipeline, last=last, metrics=keys)
     except HistoryError as exc:
         _fail(str(exc))
-    _stdout().print(render_trends(runs, series, width=terminal_width()), highlight=False, markup=False,
-                    soft_wrap=True)
+    _print_view(render_trends(runs, series, width=terminal_width()))
 
 
 def _importer_names() -> list[str]:
@@ -554,6 +709,12 @@ def import_(
 
     from ingestaudit.importers import ImporterError, get_importer
 
+    from ingestaudit.io import OutputError, check_output_folder
+
+    try:  # the data set is only read: DEST may not lie in it, by path or through a mount
+        check_output_folder(dest, corpus_root=src if src.is_dir() else None, flag="DEST", within="data set")
+    except OutputError as exc:
+        _fail(str(exc))
     try:
         importer = get_importer(kind)
         kwargs = {}
@@ -567,7 +728,7 @@ def import_(
     except ImporterError as exc:
         _fail(str(exc), "see 'ingestaudit import --help'")
     for line in summary.lines():
-        typer.echo(line)
+        _echo(line)
 
 
 def _register_eval_run() -> None:

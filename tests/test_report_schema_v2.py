@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from ingestaudit.cli import app
 from ingestaudit.report.render import render_markdown
 from ingestaudit.report.schema import SCHEMA_VERSION, PipelineInfo, StageInfo, read_report
+from _rows import measurements
 
 # A version-1 report as ingestaudit 1.x wrote it: `parsers` with version and settings, rows keyed by `parser` and
 # `doc_id`, paired tests by `parser_a` / `parser_b`.
@@ -90,7 +91,7 @@ def test_version_1_report_is_rendered_by_the_report_command(v1_path, tmp_path):
     assert text == render_markdown(read_report(v1_path))
     assert "pipelines: pymupdf, mypipe" in text
     assert "| metric | pymupdf | mypipe |" in text
-    assert "| extraction.cer ↓ | 0.1000" in text
+    assert "| extraction.cer ↓ | 0.1 (0.1)<br>n=1" in text  # 4 significant digits
     assert "  - parser: `pymupdf` 1.24.0 `{\"sort\": false}`" in text  # the v1 parser version and settings
     assert "| born | extraction.cer | pymupdf | mypipe | 6 | +0.0500 | 0.03125 |" in text
     assert "- `born/b` mypipe parse: no output file" in text
@@ -126,18 +127,19 @@ def pymupdf_run(tmp_path_factory) -> Path:
 
 def test_a_new_run_writes_schema_2(pymupdf_run):
     raw = json.loads(pymupdf_run.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == "2.0"
+    assert raw["schema_version"] == SCHEMA_VERSION == "2.1"
     assert "parsers" not in raw
     assert [p["name"] for p in raw["pipelines"]] == ["pymupdf"]
     assert raw["pipelines"][0]["kind"] == "configured"
     assert raw["pipelines"][0]["stages"]["parser"]["implementation"] == "pymupdf"
-    assert raw["measurements"] and raw["summary"]
-    for m in raw["measurements"]:
+    rows = measurements(pymupdf_run)
+    assert rows and raw["summary"] and raw["measurements"]["rows"] == len(rows)
+    for m in rows:
         assert m["pipeline"] == "pymupdf" and m["item"] == "notes/hello" and m["item_kind"] == "document"
         assert "parser" not in m and "doc_id" not in m
     for s in raw["summary"]:
         assert s["pipeline"] == "pymupdf" and "parser" not in s
-    cer = [m for m in raw["measurements"] if m["metric"] == "extraction.cer"]
+    cer = [m for m in rows if m["metric"] == "extraction.cer"]
     assert [(m["state"], m["value"]) for m in cer] == [("ok", 0.0)]
     assert raw["failures"] == []
     read_report(pymupdf_run)  # and it validates

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from ingestaudit.cli import app
 from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import Parser
+from _rows import load_report, measurements
 
 
 class SlowParser(Parser):
@@ -58,8 +59,8 @@ def test_broken_files_become_rows_and_the_run_goes_on(broken_corpus, tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(broken_corpus), "--parser", "pymupdf", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text())
-    cer = {m["item"]: m for m in report["measurements"] if m["metric"] == "extraction.cer"}
+    report = load_report(out)
+    cer = {m["item"]: m for m in measurements(report) if m["metric"] == "extraction.cer"}
     assert cer["pdf/good"]["state"] == "ok" and cer["pdf/good"]["value"] == 0.0
     for doc in ("pdf/zero", "pdf/corrupt", "pdf/encrypted"):
         assert cer[doc]["state"] == "error", doc
@@ -90,8 +91,8 @@ def test_a_hang_becomes_an_error_row_within_the_budget(tmp_path):
                                       "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     assert time.monotonic() - t0 < 40
-    report = json.loads((tmp_path / "o" / "report.json").read_text())
-    cer = {m["item"]: m for m in report["measurements"] if m["metric"] == "extraction.cer"}
+    report = load_report(tmp_path / "o")
+    cer = {m["item"]: m for m in measurements(report) if m["metric"] == "extraction.cer"}
     assert cer["t/fine"]["state"] == "ok"
     assert cer["t/hang"]["state"] == "error"
     assert "time budget of 2 s" in cer["t/hang"]["detail"]["reason"]

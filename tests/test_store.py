@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ingestaudit.report.schema import MeasurementRow
 from ingestaudit.store import COLUMNS, read_measurements, sha256_of, write_measurements
+from _rows import measurements
 
 
 def rows(n: int) -> list[MeasurementRow]:
@@ -66,7 +67,63 @@ def test_run_names_the_store_with_its_sha256(tmp_path):
     assert res.exit_code == 0, res.output
     report = json.loads((out / "report.json").read_text())
     data = (out / "measurements.parquet").read_bytes()
-    assert report["measurements_store"] == {"file": "measurements.parquet", "sha256": hashlib.sha256(data).hexdigest()}
     table = pq.read_table(out / "measurements.parquet")
-    assert table.num_rows == len(report["measurements"])
-    assert table.column("item").to_pylist() == [m["item"] for m in report["measurements"]]
+    assert report["schema_version"] == "2.1" and "measurements_store" not in report
+    assert report["measurements"] == {"file": "measurements.parquet", "sha256": hashlib.sha256(data).hexdigest(),
+                                      "rows": table.num_rows}
+    rows = measurements(out)
+    # 10 documents x 5 extraction metrics, and 22 checks_pass rows (one per check type of each document's labels)
+    assert table.num_rows == len(rows) == 72 and len({r["item"] for r in rows}) == 10
+    assert sum(r["metric"] == "extraction.checks_pass" for r in rows) == 22
+    assert table.column("item").to_pylist() == [m["item"] for m in rows]
+
+
+def test_a_store_spilled_in_shuffled_arrival_order_is_the_store_of_the_sorted_rows(tmp_path):
+    """Rows streamed in any arrival order (tasks finishing out of order, corpus stages after them) and sorted by the
+    writer give the very bytes of `write_measurements` of the rows in canonical order: a stable sort by (item kind,
+    item, pipeline rank, stage, metric, label) of the rows in production order."""
+    import random
+
+    from ingestaudit.store import StoreWriter
+
+    rng = random.Random(7)
+    pipes = ["zeta", "alpha"]  # report order is not alphabetical: the rank decides
+    producers = []  # (src, rows) in production order: one task per document x pipeline, then a corpus stage
+    for d in range(60):
+        for p in pipes:
+            rows_ = []
+            for metric in ("extraction.cer", "extraction.wer", "normalization.x"):
+                for label in ("", "b", "a"):
+                    ok = rng.random() > 0.2
+                    rows_.append(MeasurementRow(
+                        item=f"c{d % 3}/d{d:03d}é", item_kind=rng.choice(["document", "question"]),
+                        doc_class=f"c{d % 3}", pipeline=p, stage=metric.split(".")[0], metric=metric, label=label,
+                        value=rng.random() if ok else None, numerator=float(d), denominator=3.0,
+                        state="ok" if ok else "error", detail={"k": d, "x": [1.5, "é"]}))
+            producers.append((0, rows_))
+    for p in pipes:  # a corpus stage: rows with the same keys as task rows keep coming after them
+        producers.append((1, [MeasurementRow(item=f"c{d % 3}/d{d:03d}é", item_kind="document", doc_class=f"c{d % 3}",
+                                             pipeline=p, stage="dedup", metric="dedup.excluded", label="", value=0.0,
+                                             numerator=0.0, denominator=1.0, state="ok", detail={})
+                              for d in range(60)]))
+    rank = {p: i for i, p in enumerate(pipes)}
+    produced = [r for _, rows_ in producers for r in rows_]
+    canonical = sorted(produced, key=lambda r: (r.item_kind, r.item, rank[r.pipeline], r.stage, r.metric, r.label))
+    want = write_measurements(canonical, tmp_path / "want.parquet", row_group=500)
+    shuffled = list(producers)
+    rng.shuffle(shuffled)
+    writer = StoreWriter(tmp_path / "work", pipes, buffer_rows=333)
+    for src, rows_ in shuffled:
+        writer.append(rows_, src)
+    got = writer.finalize(tmp_path / "got.parquet", row_group=500)
+    assert writer.rows == len(produced) == 60 * 2 * 9 + 120
+    assert got == want
+    assert (tmp_path / "got.parquet").read_bytes() == (tmp_path / "want.parquet").read_bytes()
+    assert not (tmp_path / "work" / "spill.parquet").exists()
+
+
+def test_an_empty_spill_writes_the_empty_store(tmp_path):
+    from ingestaudit.store import StoreWriter
+
+    got = StoreWriter(tmp_path / "w", ["p"]).finalize(tmp_path / "m.parquet")
+    assert got == write_measurements([], tmp_path / "e.parquet") and read_measurements(tmp_path / "m.parquet") == []

@@ -60,28 +60,99 @@ class CorpusResult:
     Attributes:
         doc_scores: per-document rows, as ``(doc_id, Score)``.
         corpus_scores: corpus-level rows as ``(doc_class or "__all__", Score, n_docs)``: a value computed over the
-            documents of that class (pairwise dedup rates, per-language F1...), with ``n_docs`` documents behind it.
+            documents of that class (pairwise dedup rates, per-language F1...), with ``n_docs`` documents behind it
+            (only documents that reached the stage).
         details: JSON-serialisable tables too rich for rows (confusion matrices, sweeps), keyed by name.
+        unreached: ``doc_class or "__all__" -> {state: count}``: documents the stage applies to that did not reach
+            it (no parser output...), by state; the runner adds them to the ``states`` of that class's corpus rows
+            (`ingestaudit.auditors.reach`).
     """
 
     doc_scores: list[tuple[str, Score]] = field(default_factory=list)
     corpus_scores: list[tuple[str, Score, int]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    unreached: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtefactItem:
+    """One document as a corpus-level auditor sees it in a run, for one pipeline: the compact artefact its worker
+    computed (`CorpusAuditor.artefact`: signatures, a predicted label, counts), never the parsed document.
+
+    ``state`` is ``ok`` when the pipeline produced output for the document and its artefact was computed from it;
+    otherwise (``no_prediction``, ``error``, ``skipped``) ``reason`` says why, and ``artefact`` holds only what the
+    auditor takes from the document's truth (``artefact(truth, None, context)``).
+    """
+
+    doc_id: str
+    doc_class: str
+    artefact: Any
+    state: State = State.OK
+    reason: str = ""
 
 
 class CorpusAuditor(Auditor):
-    """An auditor that needs every document of a parser at once (near-duplicate detection, language confusion).
+    """An auditor that needs every document of a pipeline at once (near-duplicate detection, language confusion,
+    PII macro averages).
 
-    The runner collects each parser's `ParsedDocument`s and calls `audit_corpus` once per parser in the main process.
-    `audit` is not used for these auditors.
+    In a run the work is split so that no process holds the parsed corpus (DESIGN.md, "Executors and scale"):
+
+    1. `corpus_values` (main process, before any task): what each document's truth contributes to a corpus-wide
+       context (the labelled languages, the gold PII types); the context is the sorted union, the same for every
+       document;
+    2. `artefact` (in the worker, per document x pipeline): a compact, picklable summary of the parsed document
+       and its truth;
+    3. `audit_artefacts` (main process, once per pipeline): the rows and details from every document's artefact, in
+       corpus order.
+
+    `audit_corpus` runs the three steps in this process on `CorpusItem`s (parsed documents at hand: tests, notebooks);
+    it gives the same result as a run. `audit` is not used for these auditors.
     """
 
     def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
-        raise NotImplementedError("corpus-level auditors implement audit_corpus")
+        raise NotImplementedError("corpus-level auditors implement artefact and audit_artefacts")
+
+    def corpus_values(self, truth: Truth) -> tuple[str, ...]:
+        """Strings one document's truth adds to the corpus-wide context (default: none)."""
+        return ()
 
     @abstractmethod
+    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> Any:
+        """The compact, picklable artefact of one document (``parsed`` None: the pipeline produced nothing for it,
+        and the artefact holds what the audit needs from the truth). Runs in the worker; may raise for a document
+        the stage cannot handle (the runner turns that into an ``error`` item of this stage)."""
+
+    def stow(self, artefact: Any, folder: Any) -> Any:
+        """Called in the main process as each artefact arrives: may move its bulky parts to files in ``folder``
+        (one private folder per stage and pipeline, removed with the run) and returns what stays in memory
+        (default: the artefact itself)."""
+        return artefact
+
+    @abstractmethod
+    def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...]) -> CorpusResult:
+        """Audit one pipeline's output over the whole corpus from its documents' artefacts (corpus order). Must not
+        raise for bad stage output."""
+
     def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
-        """Audit one parser's output over the whole corpus. Must not raise for bad stage output."""
+        """`audit_artefacts` over ``items`` (parsed documents), with the artefacts computed here; the same result as
+        a run of the same documents. A document whose artefact raises is an ``error`` item with the message."""
+        context = tuple(sorted({v for i in items for v in self.corpus_values(i.truth)}))
+        return self.audit_artefacts([artefact_item(self, i.doc_id, i.doc_class, i.truth, i.parsed, i.state, i.reason,
+                                                   context)[0] for i in items], context)
+
+
+def artefact_item(auditor: CorpusAuditor, doc_id: str, doc_class: str, truth: Truth, parsed: ParsedDocument | None,
+                  state: State, reason: str, context: tuple[str, ...]) -> tuple[ArtefactItem, str]:
+    """The `ArtefactItem` of one document, and the message when computing its artefact from ``parsed`` raised (the
+    item is then an ``error`` with the truth-only artefact; ``""`` otherwise)."""
+    if parsed is not None:
+        try:
+            return ArtefactItem(doc_id, doc_class, auditor.artefact(truth, parsed, context), state, reason), ""
+        except Exception as exc:  # one document the stage cannot handle: an error of that document
+            msg = f"{type(exc).__name__}: {exc}"
+            return ArtefactItem(doc_id, doc_class, auditor.artefact(truth, None, context), State.ERROR, msg), msg
+    return ArtefactItem(doc_id, doc_class, auditor.artefact(truth, None, context),
+                        state if state is not State.OK else State.NO_PREDICTION, reason), ""
 
 
 class ChainAuditor(Auditor):
@@ -113,6 +184,9 @@ class PipelineContext:
             embedder (None when the pipeline has no embedder).
         min_span_coverage: the run's chunk-holds-span threshold.
         seed: the run's seed.
+        rejected_questions: ``(question id, stratum, message)`` of each question that failed validation (unknown
+            document, span outside the reference text); the message names the file, line and field. The retrieval
+            auditor gives them ``error`` rows so that no question leaves the counts unsaid.
     """
 
     pipeline: Any
@@ -122,6 +196,7 @@ class PipelineContext:
     embed_questions: Any
     min_span_coverage: float
     seed: int
+    rejected_questions: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -133,12 +208,16 @@ class PipelineResult:
         corpus_scores: ``(class or "__all__", Score, n_items)`` corpus-level values.
         details: JSON-serialisable tables (waterfalls, sweeps, curves), keyed by name; deterministic.
         timings: wall-clock numbers (latency, build time), kept out of the byte-identical report.
+        failures: messages of problems that concern the whole pipeline (a retriever that failed to load, a malformed
+            results file), each reported once as a failure of the stage; ``error`` rows whose reason is one of them
+            get no failure of their own.
     """
 
     item_scores: list[tuple[str, str, str, Score]] = field(default_factory=list)
     corpus_scores: list[tuple[str, Score, int]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, Any] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
 
 
 class PipelineAuditor(Auditor):

@@ -14,8 +14,12 @@ Which detector is audited, per parser (first that applies):
 3. the **default detector** (``detector = "minhash"``): datasketch MinHash + MinHashLSH, connected components
    (`ingestaudit.stages.dedup.deduplicate`), every `DedupConfig` field being an option of this auditor.
 
-A document the parser produced nothing for is in no predicted cluster (it cannot be merged): end to end, a parsing
-failure costs missed merges. Its ``dedup.excluded`` row carries the parser's state.
+Only documents that reached the stage count (DESIGN.md, "Five states"): a document the parser produced nothing for
+is left out of every corpus-level rate (its gold pairs are not missed merges, it is never removed), its
+``dedup.excluded`` row carries the parser's state, and it is counted by that state in the ``states`` of its class's
+corpus rows (`CorpusResult.unreached`), whose ``n`` is the documents with parser output. A class none of whose
+documents has output gets no value: its corpus rows take the most frequent parser state (``no_prediction``,
+``error``, ``skipped``) with ``n`` = 0.
 
 Rows (metric definitions in `ingestaudit.metrics.dedup`; ``G`` gold pairs, ``P`` predicted pairs, ``T`` pairs in
 both):
@@ -23,7 +27,8 @@ both):
 - corpus level, per class and ``__all__``: ``pairwise_precision`` T/P, ``pairwise_recall`` T/G, ``pairwise_f1``
   2T/(P+G), ``false_merge_rate`` (P-T)/P, ``missed_merge_rate`` (G-T)/G, ``bcubed_precision``, ``bcubed_recall``,
   ``ari``, ``largest_cluster``, ``chained_pairs`` (within-cluster pairs with exact Jaccard below the threshold /
-  within-cluster pairs), ``removed_docs`` and ``wrongly_removed_docs`` (per class: documents dropped / documents).
+  within-cluster pairs), ``removed_docs`` and ``wrongly_removed_docs`` (per class: documents dropped / documents
+  with parser output).
   A class's values use both partitions restricted to that class's documents (only pairs inside the class count);
   ``__all__`` counts every pair, cross-class pairs included. Removal uses the whole partition (a document is removed
   when it is not the first member, in corpus order, of its predicted cluster, wherever that member lives).
@@ -49,8 +54,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
+from ingestaudit.auditors.reach import parse_state as _parse_state
+from ingestaudit.auditors.reach import unreached_counts, unreached_rows
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import dedup as dm
 from ingestaudit.metrics.dedup import Rate
@@ -59,7 +66,8 @@ from ingestaudit.metrics.jaccard import exact_jaccard
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket, lsh_params
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, instantiate, plugin_class, plugin_names
-from ingestaudit.stages.dedup import DedupConfig, DedupResult, deduplicate, deduplicate_grid, normalize, shingle_set
+from ingestaudit.model import ParsedDocument
+from ingestaudit.stages.dedup import DedupConfig, DedupResult, DocSketch, deduplicate_sketches, sketch, sorted_jaccard
 from ingestaudit.truth import Truth
 
 ALL = "__all__"
@@ -95,11 +103,12 @@ METRICS = (
                "no_prediction when nothing merged; corpus level", higher_is_better=False, ci="wilson",
                unit="pairs"),
     MetricSpec("dedup.removed_docs", "documents deduplication would drop (every member of a predicted cluster but "
-               "its first in corpus order) / documents of the class; not a quality score by itself: the share a "
-               "perfect detector drops is gold_removable in details corpus_counts", higher_is_better=False,
+               "its first in corpus order) / documents of the class with parser output; not a quality score by "
+               "itself: the share a perfect detector drops is gold_removable in details corpus_counts",
+               higher_is_better=False,
                ci="wilson", unit="docs"),
     MetricSpec("dedup.wrongly_removed_docs", "dropped documents whose gold group differs from the kept member's (or "
-               "that have none): unique content lost from the index / documents of the class",
+               "that have none): unique content lost from the index / documents of the class with parser output",
                higher_is_better=False, ci="wilson", unit="docs"),
     MetricSpec("dedup.excluded", "1 when the detector kept the document out of LSH (empty after normalization, or "
                "fewer shingles than min_shingles), else 0; per document, so the aggregate is the share excluded",
@@ -126,6 +135,9 @@ CURVE_POINTS = tuple(i / 10 for i in range(1, 11))
 DETECTOR_GROUP = "ingestaudit.dedup_detectors"
 """Entry-point group of user near-duplicate detectors (name -> ``module:Class`` of a `DedupDetector`)."""
 BUILTIN_DETECTOR = "minhash"
+DOCUMENTS_COUNTED = ("with parser output: a document the parser produced nothing for is left out of every corpus "
+                     "rate and counted by its state in the row's states")
+"""The ``documents`` entry of `DedupAuditor.options`: the population of the corpus-level rates."""
 
 
 # --- the detector plug point ----------------------------------------------------------------------------------------
@@ -231,23 +243,79 @@ def _cell_label(num_perm: int, threshold: float) -> str:
     return f"num_perm={num_perm},threshold={threshold:g}"
 
 
-class _Shingles:
-    """Exact shingle sets of the parsed texts under one `DedupConfig` (normalization + shingling), cached."""
+S_CURVE_SAMPLE_PAIRS = 20_000
+"""Default ``s_curve_sample_pairs``: pairs sampled for the S-curve when the indexed documents have more pairs than
+``max_exact_pairs``."""
 
-    def __init__(self, texts: Mapping[str, str], config: DedupConfig):
-        self.texts = texts
-        self.config = config
-        self._cache: dict[str, frozenset[bytes]] = {}
 
-    def __call__(self, key: str) -> frozenset[bytes]:
-        s = self._cache.get(key)
-        if s is None:
-            s = self._cache[key] = shingle_set(normalize(self.texts[key], self.config), self.config)
-        return s
+@dataclass(frozen=True, slots=True)
+class DedupArtefact:
+    """What the dedup auditor keeps of one document x pipeline (computed in the run's worker, `DedupAuditor.artefact`).
+
+    Attributes:
+        gold: the truth's ``dup_group``.
+        has_cluster: the output carries a ``dup_cluster`` key (a precomputed output); cluster: its value as a string,
+            None when absent or null.
+        sketch: the built-in detector's input (`ingestaudit.stages.dedup.DocSketch`: sizes, digest, signatures);
+            None without output or with a user detector.
+        text: the parsed text, for a user detector only (it needs the texts: memory is then not flat in corpus size).
+        shingles: the sorted 64-bit hashes of the document's shingle set (exact Jaccard of chained pairs and of the
+            S-curve), until `DedupAuditor.stow` moves them to disk; shingle_ref: ``(file, first, count)`` there.
+        sketch_row: the row of ``sketch`` in the auditor's `ingestaudit.stages.dedup.SketchTable` of its pipeline
+            once `DedupAuditor.stow` has moved it there (``sketch`` is then None).
+    """
+
+    gold: str | None
+    has_cluster: bool = False
+    cluster: str | None = None
+    sketch: DocSketch | None = None
+    text: str | None = None
+    shingles: np.ndarray | None = None
+    shingle_ref: tuple[str, int, int] | None = None
+    sketch_row: tuple[str, int] | None = None
+
+
+class _ShingleStore:
+    """The shingle hashes of a pipeline's documents, read from the artefacts (memory or disk), a few thousand
+    cached; `jaccard` is the exact Jaccard of two documents' shingle sets."""
+
+    def __init__(self, items: Sequence[ArtefactItem]) -> None:
+        self.arts = {i.doc_id: i.artefact for i in items}
+        self._fds: dict[str, int] = {}
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __call__(self, key: str) -> np.ndarray:
+        got = self._cache.get(key)
+        if got is not None:
+            return got
+        art = self.arts[key]
+        if art.shingles is not None:
+            got = art.shingles
+        elif art.shingle_ref is not None:
+            import os
+
+            path, first, count = art.shingle_ref
+            fd = self._fds.get(path)
+            if fd is None:
+                fd = self._fds[path] = os.open(path, os.O_RDONLY)
+            got = np.frombuffer(os.pread(fd, count * 8, first * 8), dtype=np.uint64)
+        else:
+            got = np.zeros(0, dtype=np.uint64)
+        if len(self._cache) >= 4096:
+            self._cache.clear()
+        self._cache[key] = got
+        return got
 
     def jaccard(self, a: str, b: str) -> float | None:
         """Exact Jaccard of two documents' shingle sets (None when both are empty)."""
-        return exact_jaccard(self(a), self(b))
+        return sorted_jaccard(self(a), self(b))
+
+    def close(self) -> None:
+        import os
+
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
 
 def pairwise_jaccard(sets: Sequence[frozenset], max_pairs: int) -> np.ndarray | None:
@@ -288,6 +356,30 @@ def pairwise_jaccard(sets: Sequence[frozenset], max_pairs: int) -> np.ndarray | 
     return out
 
 
+def pairwise_jaccard_sorted(sets: Sequence[np.ndarray], max_pairs: int) -> np.ndarray | None:
+    """`pairwise_jaccard` of sets given as sorted distinct uint64 arrays (the artefacts' shingle hashes): the same
+    sparse product ``X Xᵀ``, the vocabulary from one ``numpy.unique`` over all of them."""
+    from scipy.sparse import csr_matrix
+
+    n = len(sets)
+    if n * (n - 1) // 2 > max_pairs:
+        return None
+    sizes = np.array([len(x) for x in sets], dtype=np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    flat = np.concatenate(list(sets)) if n else np.zeros(0, dtype=np.uint64)
+    _, cols = np.unique(flat, return_inverse=True)
+    x = csr_matrix((np.ones(len(flat), dtype=np.int32), cols.reshape(-1).astype(np.int64), indptr),
+                   shape=(n, max(int(cols.max()) + 1 if len(flat) else 0, 1)))
+    inter = (x @ x.T).toarray().astype(np.int64)
+    iu, ju = np.triu_indices(n, 1)
+    i_ = inter[iu, ju]
+    union = sizes[iu] + sizes[ju] - i_
+    out = np.zeros(len(iu), dtype=np.float64)
+    np.divide(i_, union, out=out, where=union > 0)
+    return out
+
+
 def _representatives(result: DedupResult) -> list[str]:
     """Keys that went into the LSH index: not excluded, and first of their exact-duplicate group."""
     out_of_index = {e.key for e in result.excluded}
@@ -322,9 +414,14 @@ class DedupAuditor(CorpusAuditor):
         missed_merge_budget: the largest missed-merge rate a sweep setting may have to be "best", in [0, 1].
         jaccard_edges: bucket edges of the S-curve detail (increasing, within [0, 1]; a list or a
             comma-separated string).
-        max_exact_pairs: budget on document pairs for exact Jaccard (S-curve and chained pairs); above it those
-            parts are ``skipped`` with the reason.
-        workers: processes for shingling and hashing (the result does not depend on it).
+        max_exact_pairs: budget on document pairs for exact Jaccard: chained pairs above it are ``skipped`` with
+            the reason; an S-curve over more pairs is estimated from a sample (``s_curve_sample_pairs``).
+        s_curve_sample_pairs: pairs sampled (numpy ``default_rng(seed)``, the config's MinHash ``seed``) for an
+            S-curve over more than ``max_exact_pairs`` pairs; every candidate pair and every pair of one gold
+            group is measured exactly, the other pairs are estimated from the sample (details say how). It changes
+            a detail, never a metric value.
+        workers: kept so that configurations stay valid; shingling and hashing run in the run's workers (one
+            document per task), so it has no effect.
         **dedup_options: `DedupConfig` fields (shingling, k, normalization, num_perm, threshold, weights, seed,
             scheme, verify, min_shingles, short_docs). They also define the exact Jaccard of chained pairs and of
             the S-curve for every detector.
@@ -337,12 +434,13 @@ class DedupAuditor(CorpusAuditor):
 
     stage = "dedup"
     metrics = METRICS
+    option_dataclasses = (DedupConfig,)  # the fields behind **dedup_options (docs/config.md, unknown-option messages)
 
     def __init__(self, *, detector: str = BUILTIN_DETECTOR, detector_options: dict[str, Any] | None = None,
                  use_precomputed: bool = True, sweep_num_perm: Sequence[int] | str | None = None,
                  sweep_thresholds: Sequence[float] | str | None = None, missed_merge_budget: float = 0.1,
                  jaccard_edges: Sequence[float] | str = DEFAULT_EDGES, max_exact_pairs: int = 500_000,
-                 workers: int = 1, **dedup_options: Any):
+                 s_curve_sample_pairs: int = S_CURVE_SAMPLE_PAIRS, workers: int = 1, **dedup_options: Any):
         self.config = DedupConfig(**dedup_options)
         self.detector = detector
         self.detector_options = dict(detector_options or {})
@@ -356,10 +454,13 @@ class DedupAuditor(CorpusAuditor):
         if len(edges) < 2 or any(a >= b for a, b in zip(edges, edges[1:])) or edges[0] < 0 or edges[-1] > 1:
             raise ValueError(f"jaccard_edges must be at least two increasing values in [0, 1], got {edges}")
         self.edges = tuple(edges)
-        if max_exact_pairs < 0 or workers < 1:
-            raise ValueError("max_exact_pairs must be >= 0 and workers >= 1")
+        if max_exact_pairs < 0 or workers < 1 or s_curve_sample_pairs < 1:
+            raise ValueError("max_exact_pairs must be >= 0, s_curve_sample_pairs >= 1 and workers >= 1")
         self.max_exact_pairs = int(max_exact_pairs)
+        self.s_curve_sample_pairs = int(s_curve_sample_pairs)
         self.workers = int(workers)
+        self._stowed: dict[str, Any] = {}  # stow files open for appending (main process), closed before reading
+        self._tables: dict[str, Any] = {}  # folder -> SketchTable of the stowed sketches (main process)
         self.sweep: tuple[tuple[int, ...], tuple[float, ...]] | None = None
         if sweep_num_perm is not None or sweep_thresholds is not None:
             perms = tuple(dict.fromkeys(_values(sweep_num_perm, int) or [self.config.num_perm]))
@@ -382,10 +483,12 @@ class DedupAuditor(CorpusAuditor):
                                           for j in CURVE_POINTS]}
 
     def options(self) -> dict[str, Any]:
-        """The detector, every `DedupConfig` field, the LSH bands ``b`` and rows ``r`` they imply, and the sweep."""
+        """The detector, every `DedupConfig` field, the LSH bands ``b`` and rows ``r`` they imply, the sweep, and
+        ``documents``: which documents the corpus rates count."""
         cfg = self.config
         p = lsh_params(cfg.threshold, cfg.num_perm, cfg.weights)
         out: dict[str, Any] = {
+            "documents": DOCUMENTS_COUNTED,
             "detector": self.detector,
             "detector_options": self.detector_options,
             "use_precomputed": self.use_precomputed,
@@ -395,6 +498,7 @@ class DedupAuditor(CorpusAuditor):
             "missed_merge_budget": self.budget,
             "jaccard_edges": list(self.edges),
             "max_exact_pairs": self.max_exact_pairs,
+            "s_curve_sample_pairs": self.s_curve_sample_pairs,
         }
         if self.sweep is not None:
             out["sweep_num_perm"] = list(self.sweep[0])
@@ -409,24 +513,95 @@ class DedupAuditor(CorpusAuditor):
 
     # -- prediction -------------------------------------------------------------------------------------------------
 
-    def _predict(self, items: list[CorpusItem], texts: dict[str, str]) -> _Prediction:
+    # -- per document (in the worker) ------------------------------------------------------------------------------
+
+    def _num_perms(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys((self.config.num_perm, *(self.sweep[0] if self.sweep else ()))))
+
+    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> DedupArtefact:
+        """The document's `DedupArtefact`: gold group, precomputed cluster, the built-in detector's sketch (one
+        signature per ``num_perm`` of the run and the sweep) or the text for a user detector, and its shingle
+        hashes. Without output: the gold group only."""
+        if parsed is None:
+            return DedupArtefact(truth.dup_group)
+        text = parsed.text or ""
+        sk, hashes = sketch(text, self.config, self._num_perms())
+        cid = parsed.extras.get("dup_cluster")
+        return DedupArtefact(truth.dup_group, "dup_cluster" in parsed.extras, None if cid is None else str(cid),
+                             sk if self.detector == BUILTIN_DETECTOR or self.sweep is not None else None,
+                             text if self.detector != BUILTIN_DETECTOR else None, hashes)
+
+    def stow(self, artefact: DedupArtefact, folder: Any) -> DedupArtefact:
+        """Move the shingle hashes of an artefact that reached the main process to ``folder/shingles.u64`` (one
+        file per pipeline) and its sketch into the pipeline's `SketchTable`, so only the signatures stay in memory,
+        in one block (a few dozen bytes per document besides them)."""
+        if artefact.shingles is None and artefact.sketch is None:
+            return artefact
+        import sys
+        from pathlib import Path
+
+        from ingestaudit.stages.dedup import SketchTable
+
+        key = sys.intern(str(folder))
+        row = None
+        if artefact.sketch is not None:
+            table = self._tables.get(key)
+            if table is None:
+                table = self._tables[key] = SketchTable(self._num_perms(), self.config)
+            row = (key, table.add(artefact.sketch))
+        if artefact.shingles is None:
+            return replace(artefact, sketch=None, sketch_row=row)
+        name = sys.intern(str(Path(folder) / "shingles.u64"))  # one string object shared by the artefacts
+        fh = self._stowed.get(name)
+        if fh is None:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            fh = self._stowed[name] = open(name, "ab", buffering=1 << 16)
+        first = fh.tell() // 8
+        fh.write(np.ascontiguousarray(artefact.shingles, dtype=np.uint64).tobytes())
+        return replace(artefact, shingles=None, shingle_ref=(name, first, len(artefact.shingles)),
+                       sketch=None if row is not None else artefact.sketch, sketch_row=row)
+
+    def _sketches(self, items: Sequence[ArtefactItem]) -> Any:
+        """The items' sketches for `deduplicate_sketches`: columns of the stowed table when every item is in one,
+        else the sketches themselves (None when some item carries none: a user detector's artefacts)."""
+        from ingestaudit.stages.dedup import DocSketch
+
+        refs = [i.artefact.sketch_row for i in items]
+        if items and all(r is not None for r in refs) and len({r[0] for r in refs}) == 1:
+            return self._tables[refs[0][0]].columns([r[1] for r in refs])
+        out: list[DocSketch] = []
+        for i, ref in zip(items, refs):
+            if i.artefact.sketch is not None:
+                out.append(i.artefact.sketch)
+            elif ref is not None:
+                cols = self._tables[ref[0]].columns([ref[1]])
+                out.append(DocSketch(cols.n_chars[0], cols.n_shingles[0], cols.blank[0], cols.digests[0],
+                                     {p: m[0] for p, m in cols.signatures.items()}
+                                     if cols.n_shingles[0] >= self.config.min_shingles and not cols.blank[0] else {}))
+            else:
+                return None
+        return out
+
+    # -- prediction -------------------------------------------------------------------------------------------------
+
+    def _predict(self, items: list[ArtefactItem], shingles: _ShingleStore) -> _Prediction:
         keys = [i.doc_id for i in items]
-        with_output = [i for i in items if i.parsed is not None]
-        if self.use_precomputed and any("dup_cluster" in i.parsed.extras for i in with_output):  # type: ignore
+        arts = [i.artefact for i in items]
+        if self.use_precomputed and any(a.has_cluster for a in arts):
             cluster_of: dict[str, Hashable | None] = dict.fromkeys(keys)
             missing = []
-            for i in with_output:
-                cid = i.parsed.extras.get("dup_cluster")  # type: ignore[union-attr]
-                if cid is None:
-                    missing.append(i.doc_id)
+            for k, a in zip(keys, arts):
+                if a.cluster is None:
+                    missing.append(k)
                 else:
-                    cluster_of[i.doc_id] = str(cid)
+                    cluster_of[k] = a.cluster
             return _Prediction("precomputed", cluster_of, None, {
                 "source": "ParsedDocument.extras['dup_cluster'] of the precomputed outputs (ids compared as strings)",
                 "without_dup_cluster": missing[:MAX_LISTED], "without_dup_cluster_total": len(missing)})
-        docs = [(k, texts[k]) for k in keys if k in texts]
         if self.detector == BUILTIN_DETECTOR:
-            result = deduplicate(docs, self.config, workers=self.workers)
+            result = next(iter(deduplicate_sketches(keys, self._sketches(items), self.config,
+                                                    jaccard=lambda i, j: shingles.jaccard(keys[i], keys[j])
+                                                    ).values()))
             cluster_of = dict.fromkeys(keys)
             cluster_of.update(result.cluster_of)
             excluded = {e.key: {"reason": e.reason, "n_chars": e.n_chars, "n_shingles": e.n_shingles}
@@ -438,10 +613,11 @@ class DedupAuditor(CorpusAuditor):
                 "accepted_candidate_pairs": sum(c.accepted for c in result.candidates),
                 "exact_groups": len(result.exact_groups)}, result)
         det = load_detector(self.detector, self.detector_options)
-        out = det.detect(docs)
+        known = set(keys)
+        out = det.detect([(k, a.text or "") for k, a in zip(keys, arts)])
         if not isinstance(out, DetectorOutput):
             out = DetectorOutput(dict(out))
-        unknown = [k for k in out.cluster_of if k not in texts]
+        unknown = [k for k in out.cluster_of if k not in known]
         if unknown:
             raise DetectorError(f"detector {self.detector!r} returned clusters for {len(unknown)} key(s) that were "
                                 f"not in its input, e.g. {unknown[:3]!r}")
@@ -488,24 +664,24 @@ class DedupAuditor(CorpusAuditor):
         examples = [{"a": a, "b": b, "jaccard": j} for a, b, j in ch.examples]
         return rows, counts, examples
 
-    def _s_curve(self, result: DedupResult, shingles: _Shingles,
-                 cache: dict[tuple[str, ...], np.ndarray | None]) -> dict[str, Any]:
+    def _s_curve(self, result: DedupResult, shingles: _ShingleStore, cache: dict[Any, Any],
+                 gold: Mapping[str, Hashable | None]) -> dict[str, Any]:
         reps = _representatives(result)
-        key = tuple(reps)
-        if key not in cache:
-            cache[key] = pairwise_jaccard([shingles(k) for k in reps], self.max_exact_pairs)
-        jac = cache[key]
         n = len(reps)
+        total = n * (n - 1) // 2
         base = {"num_perm": result.config.num_perm, "threshold": result.config.threshold, "b": result.b,
-                "r": result.r, "indexed_docs": n, "pairs": n * (n - 1) // 2,
+                "r": result.r, "indexed_docs": n, "pairs": total,
                 "definition": "pairs of documents in the LSH index (one per exact-duplicate group, empty and too-short "
                               "documents excluded), bucketed by the exact Jaccard of their shingle sets; empirical = "
                               "LSH candidates / pairs (Wilson 95% interval); theoretical = mean of 1-(1-J^r)^b over "
                               "the bucket's pairs"}
-        if jac is None:
-            return {**base, "state": State.SKIPPED.value,
-                    "reason": f"{n * (n - 1) // 2} pairs exceed max_exact_pairs={self.max_exact_pairs}"}
         pos = {k: i for i, k in enumerate(reps)}
+        if total > self.max_exact_pairs:
+            return {**base, **self._sampled_s_curve(result, reps, pos, shingles, cache, gold)}
+        key = tuple(reps)
+        if key not in cache:
+            cache[key] = pairwise_jaccard_sorted([shingles(k) for k in reps], self.max_exact_pairs)
+        jac = cache[key]
         mask = np.zeros(len(jac), dtype=bool)
         for c in result.candidates:
             i, j = sorted((pos[c.a], pos[c.b]))
@@ -514,7 +690,7 @@ class DedupAuditor(CorpusAuditor):
         # they are folded into the bucket holding 0 afterwards instead of looping over them one by one.
         keep = (jac > 0) | mask
         zeros = int(len(jac) - keep.sum()) if self.edges[0] == 0.0 else 0
-        buckets = candidate_rate_by_bucket(jac[keep].tolist(), mask[keep].tolist(), result.b, result.r, self.edges)
+        buckets = candidate_rate_by_bucket(jac[keep], mask[keep], result.b, result.r, self.edges)
         rows = []
         for k, bk in enumerate(buckets):
             pairs, theo = bk.pairs, bk.theoretical
@@ -530,14 +706,117 @@ class DedupAuditor(CorpusAuditor):
                          "theoretical": theo})
         return {**base, "state": State.OK.value, "buckets": rows}
 
-    def _run_sweep(self, items: list[CorpusItem], texts: dict[str, str], gold: dict[str, Hashable | None],
-                   shingles: _Shingles, cache: dict
+    def _sampled_s_curve(self, result: DedupResult, reps: list[str], pos: dict[str, int], shingles: _ShingleStore,
+                         cache: dict[Any, Any], gold: Mapping[str, Hashable | None]) -> dict[str, Any]:
+        """The S-curve over more pairs than ``max_exact_pairs``, in linear time: every LSH candidate pair and every
+        pair inside one gold group (stratum 1) is measured exactly; the other pairs (stratum 2, nearly all of them,
+        almost all at Jaccard ~0) are represented by a uniform sample of ``s_curve_sample_pairs`` of them without
+        replacement (numpy ``default_rng(seed)``, the config's seed), each standing for ``N2 / sample`` pairs. A
+        bucket's pairs are stratum 1's count plus the weighted sample's (an unbiased estimate, so ``pairs`` is
+        rounded and ``pairs_estimate`` kept); its candidates are exact; no Wilson interval (the counts are
+        estimates)."""
+        from ingestaudit.metrics.lsh import candidate_probability
+
+        n = len(reps)
+        total = n * (n - 1) // 2
+        exact: set[int] = set()
+        for c in result.candidates:
+            i, j = sorted((pos[c.a], pos[c.b]))
+            exact.add(i * n + j)
+        cand = set(exact)
+        groups: dict[Hashable, list[int]] = {}
+        for k in reps:
+            if gold.get(k) is not None:
+                groups.setdefault(gold[k], []).append(pos[k])
+        gold_pairs = sum(len(g) * (len(g) - 1) // 2 for g in groups.values())
+        if gold_pairs <= self.max_exact_pairs:
+            for g in groups.values():
+                for a in range(len(g)):
+                    for b in range(a + 1, len(g)):
+                        exact.add(min(g[a], g[b]) * n + max(g[a], g[b]))
+        rest = total - len(exact)
+        want = min(self.s_curve_sample_pairs, rest)
+        rng = np.random.default_rng(self.config.seed)
+        chosen: list[int] = []
+        seen: set[int] = set()
+        while len(chosen) < want:
+            draw = rng.integers(0, n, size=(2 * (want - len(chosen)) + 16, 2))
+            for i, j in draw.tolist():
+                if i == j:
+                    continue
+                code = min(i, j) * n + max(i, j)
+                if code in exact or code in seen:
+                    continue
+                seen.add(code)
+                chosen.append(code)
+                if len(chosen) == want:
+                    break
+        memo = cache.setdefault("pairs", {})
+
+        def jac(code: int) -> float:
+            got = memo.get(code)
+            if got is None:
+                got = memo[code] = shingles.jaccard(reps[code // n], reps[code % n]) or 0.0
+            return got
+
+        weight = rest / want if want else 0.0
+        edges = self.edges
+        nb = len(edges) - 1
+        pairs = [0.0] * nb
+        exact_n = [0] * nb
+        sampled_n = [0] * nb
+        cands = [0] * nb
+        theo = [0.0] * nb
+
+        def bucket(j: float) -> int | None:
+            if j < edges[0] or j > edges[-1]:
+                return None
+            return next((i for i in range(nb) if j < edges[i + 1]), nb - 1)
+
+        for code in sorted(exact):
+            j = jac(code)
+            k = bucket(j)
+            if k is None:
+                continue
+            exact_n[k] += 1
+            pairs[k] += 1.0
+            cands[k] += code in cand
+            theo[k] += candidate_probability(j, result.b, result.r)
+        for code in chosen:
+            j = jac(code)
+            k = bucket(j)
+            if k is None:
+                continue
+            sampled_n[k] += 1
+            pairs[k] += weight
+            theo[k] += weight * candidate_probability(j, result.b, result.r)
+        rows = []
+        for k in range(nb):
+            rate = dm.rate_of(cands[k], pairs[k], if_zero=State.NO_REFERENCE, reason="no pairs")
+            rows.append({"low": edges[k], "high": edges[k + 1], "pairs": round(pairs[k]), "pairs_estimate": pairs[k],
+                         "exact_pairs": exact_n[k], "sampled_pairs": sampled_n[k], "candidates": cands[k],
+                         "empirical": rate.value, "empirical_state": rate.state.value, "ci_low": None,
+                         "ci_high": None, "theoretical": theo[k] / pairs[k] if pairs[k] else None})
+        return {"state": State.OK.value, "buckets": rows,
+                "sample": {"method": "stratified: LSH candidates and same-gold-group pairs exact, the other pairs "
+                                     "a uniform sample without replacement, each standing for N/sample pairs; no "
+                                     "interval (estimated counts)",
+                           "exact_pairs": len(exact), "other_pairs": rest, "sampled_pairs": want,
+                           "seed": self.config.seed, "rng": "numpy.random.default_rng",
+                           "gold_pairs_exact": gold_pairs <= self.max_exact_pairs,
+                           "reason": f"{total} pairs exceed max_exact_pairs={self.max_exact_pairs}"}}
+
+    def _run_sweep(self, items: list[ArtefactItem], gold: dict[str, Hashable | None],
+                   shingles: _ShingleStore, cache: dict
                    ) -> tuple[dict[str, Any], dict[str, Any], list[tuple[str, Score, int]]]:
         assert self.sweep is not None
         perms, ths = self.sweep
         keys = [i.doc_id for i in items]
-        docs = [(k, texts[k]) for k in keys if k in texts]
-        grid = deduplicate_grid(docs, self.config, perms, ths, workers=self.workers)
+        sketches = self._sketches(items)
+        if sketches is None:  # a user detector's artefacts carry no signatures
+            raise ValueError(f"the sweep runs the built-in minhash detector; detector {self.detector!r} was audited")
+        grid = deduplicate_sketches(keys, sketches, self.config, perms, ths,
+                                    jaccard=lambda i, j: shingles.jaccard(keys[i], keys[j]))
         cells = []
         rows: list[tuple[str, Score, int]] = []
         n = len(keys)
@@ -564,7 +843,7 @@ class DedupAuditor(CorpusAuditor):
                           "true_pairs": c.true_pairs, "largest_cluster": c.largest_predicted_cluster,
                           "chained_pairs": ch.chained, "within_cluster_pairs": ch.within_cluster_pairs,
                           "candidate_pairs": len(res.candidates),
-                          "s_curve": self._s_curve(res, shingles, cache), "per_class": per_class})
+                          "s_curve": self._s_curve(res, shingles, cache, gold), "per_class": per_class})
             rows.append((ALL, score_from_rate("dedup.sweep_false_merge_rate", fm, label=label,
                                               detail={"b": res.b, "r": res.r}), n))
             rows.append((ALL, score_from_rate("dedup.sweep_missed_merge_rate", mm, label=label,
@@ -612,46 +891,66 @@ class DedupAuditor(CorpusAuditor):
 
     # -- entry point ------------------------------------------------------------------------------------------------
 
-    def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
-        """Audit one parser's output over the whole corpus (see the module docstring for rows and details).
+    def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
+        """Audit one pipeline's output over the whole corpus from its documents' artefacts (see the module docstring
+        for rows and details).
 
+        Corpus-level rows count the documents with parser output only; the others are in ``result.unreached``.
         Never raises for bad stage output: a detector that fails gives ``error`` rows with its message.
         """
-        keys = [i.doc_id for i in items]
-        texts = {i.doc_id: i.parsed.text or "" for i in items if i.parsed is not None}
-        gold: dict[str, Hashable | None] = {i.doc_id: i.truth.dup_group for i in items}
+        reached = [i for i in items if i.state is State.OK]
+        keys = [i.doc_id for i in reached]
+        present = set(keys)
+        gold: dict[str, Hashable | None] = {i.doc_id: i.artefact.gold for i in reached}
         classes = sorted({i.doc_class for i in items})
-        members = {cls: [i.doc_id for i in items if i.doc_class == cls] for cls in classes}
+        members = {cls: [i.doc_id for i in reached if i.doc_class == cls] for cls in classes}
+        unreached = unreached_counts(items)
+        for fh in self._stowed.values():  # every artefact has arrived: what was stowed is read from here on
+            fh.close()
+        self._stowed.clear()
+        shingles = _ShingleStore(reached)
         try:
-            pred = self._predict(items, texts)
-        except Exception as exc:  # a detector's failure is a measurement in state error, never a crash
-            return self._error_result(items, f"{type(exc).__name__}: {exc}")
+            try:
+                pred = self._predict(reached, shingles)
+            except Exception as exc:  # a detector's failure is a measurement in state error, never a crash
+                return self._error_result(items, f"{type(exc).__name__}: {exc}")
+            return self._audit(items, reached, keys, present, gold, classes, members, unreached, pred, shingles)
+        finally:
+            shingles.close()
+            for ref in {i.artefact.sketch_row[0] for i in items if i.artefact.sketch_row is not None}:
+                self._tables.pop(ref, None)  # a pipeline is audited once: its table is done with
 
-        shingles = _Shingles(texts, self.config)
-
+    def _audit(self, items: list[ArtefactItem], reached: list[ArtefactItem], keys: list[str], present: set[str],
+               gold: dict[str, Hashable | None], classes: list[str], members: dict[str, list[str]],
+               unreached: dict[str, dict[str, int]], pred: _Prediction, shingles: _ShingleStore) -> CorpusResult:
         def similarity(a: str, b: str) -> float | None:
-            if a not in texts or b not in texts:
+            if a not in present or b not in present:
                 return None
             return shingles.jaccard(a, b)
 
-        doc_class = {i.doc_id: i.doc_class for i in items}
+        doc_class = {i.doc_id: i.doc_class for i in reached}
         removal = dm.removal_counts(gold, pred.cluster_of, doc_class)
-        result = CorpusResult()
+        result = CorpusResult(unreached=unreached)
         counts_detail: list[dict[str, Any]] = []
         examples: list[dict[str, Any]] = []
         threshold = self.config.threshold
         for cls in classes + [ALL]:
             ids = keys if cls == ALL else members[cls]
+            missing = unreached.get(cls, {})
+            if not ids:  # no document of the class reached the stage: no value, in the parsers' state
+                result.corpus_scores += [(cls, s, 0) for s in unreached_rows(self._corpus_metrics(), missing)]
+                counts_detail.append({"doc_class": cls, "n_docs": 0, "unreached": missing})
+                continue
             rem = (dm.RemovalCounts(*(sum(getattr(r, f) for r in removal.values())
                                       for f in ("n_items", "removed", "wrongly_removed", "gold_removable")))
                    if cls == ALL else removal[cls])
             rows, counts, ex = self._class_scores({k: gold[k] for k in ids}, {k: pred.cluster_of[k] for k in ids},
                                                   similarity, rem, threshold)
             result.corpus_scores += [(cls, s, len(ids)) for s in rows]
-            counts_detail.append({"doc_class": cls, **counts})
+            counts_detail.append({"doc_class": cls, **counts, "unreached": missing})
             if cls == ALL:
                 examples = ex
-        result.doc_scores = self._doc_rows(items, pred, gold)
+        result.doc_scores = self._doc_rows(items, pred, {i.doc_id: i.artefact.gold for i in items})
 
         details: dict[str, Any] = {
             "detector": {"kind": pred.kind, **{k: v for k, v in pred.details.items() if k != "lsh"}},
@@ -668,10 +967,14 @@ class DedupAuditor(CorpusAuditor):
             details["excluded"] = {"total": len(excl), "documents": excl[:MAX_LISTED]}
         cache: dict = {}
         if pred.result is not None:
-            details["s_curve"] = self._s_curve(pred.result, shingles, cache)
-        if self.sweep is not None:
+            details["s_curve"] = self._s_curve(pred.result, shingles, cache, gold)
+        if self.sweep is not None and not reached:
+            rows = unreached_rows([m for m in self._corpus_metrics() if ".sweep_" in m], unreached.get(ALL, {}))
+            result.corpus_scores += [(ALL, r, 0) for r in rows]
+            details["sweep"] = {"state": rows[0].state.value, "reason": rows[0].detail["reason"]}
+        elif self.sweep is not None:
             try:
-                sweep, best, rows = self._run_sweep(items, texts, gold, shingles, cache)
+                sweep, best, rows = self._run_sweep(reached, gold, shingles, cache)
                 details["sweep"], details["sweep_best"] = sweep, best
                 result.corpus_scores += rows
             except Exception as exc:
@@ -684,18 +987,18 @@ class DedupAuditor(CorpusAuditor):
 
     # -- rows and details -------------------------------------------------------------------------------------------
 
-    def _doc_rows(self, items: list[CorpusItem], pred: _Prediction,
+    def _doc_rows(self, items: list[ArtefactItem], pred: _Prediction,
                   gold: dict[str, Hashable | None]) -> list[tuple[str, Score]]:
         order = [i.doc_id for i in items]
         by_cluster: dict[Hashable, list[str]] = {}
         for k in order:
-            cid = pred.cluster_of[k]
+            cid = pred.cluster_of.get(k)  # a document without parser output is in no cluster
             if cid is not None:
                 by_cluster.setdefault(cid, []).append(k)
         rows = []
         for item in items:
             k = item.doc_id
-            cid = pred.cluster_of[k]
+            cid = pred.cluster_of.get(k)
             group = by_cluster.get(cid, [k]) if cid is not None else [k]
             kept = group[0]
             detail: dict[str, Any] = {
@@ -704,8 +1007,8 @@ class DedupAuditor(CorpusAuditor):
                 "wrongly_removed": kept != k and (gold[k] is None or gold[k] != gold[kept]),
                 "detector": pred.kind,
             }
-            if item.parsed is None:
-                state = item.state if item.state is not State.OK else State.NO_PREDICTION
+            if item.state is not State.OK:
+                state = _parse_state(item)
                 rows.append((k, Score("dedup.excluded", None, None, None, state, "",
                                       {**detail, "reason": item.reason or "the parser produced no output"})))
             elif pred.excluded is None:
@@ -732,19 +1035,27 @@ class DedupAuditor(CorpusAuditor):
         return {"total": len(merged), "clusters": listed}
 
     @staticmethod
-    def _no_output_detail(items: list[CorpusItem]) -> dict[str, Any]:
+    def _no_output_detail(items: list[ArtefactItem]) -> dict[str, Any]:
         none = [{"doc_id": i.doc_id, "state": (i.state if i.state is not State.OK else State.NO_PREDICTION).value,
-                 "reason": i.reason} for i in items if i.parsed is None]
+                 "reason": i.reason} for i in items if i.state is not State.OK]
         return {"total": len(none), "documents": none[:MAX_LISTED],
                 "note": "documents without parser output are in no predicted cluster"}
 
-    def _error_result(self, items: list[CorpusItem], msg: str) -> CorpusResult:
-        result = CorpusResult()
-        corpus_metrics = [s.name for s in METRICS if s.name not in ("dedup.excluded",) and ".sweep_" not in s.name]
+    def _corpus_metrics(self) -> list[str]:
+        """The corpus-level metrics of a run: the main ones, and the sweep's when a sweep is configured."""
+        return [s.name for s in METRICS if s.name != "dedup.excluded"
+                and (self.sweep is not None or ".sweep_" not in s.name)]
+
+    def _error_result(self, items: list[ArtefactItem], msg: str) -> CorpusResult:
+        """The detector failed: ``error`` rows over the documents it was given (those with parser output)."""
+        result = CorpusResult(unreached=unreached_counts(items))
+        corpus_metrics = [m for m in self._corpus_metrics() if ".sweep_" not in m]
         classes = sorted({i.doc_class for i in items})
         for cls in classes + [ALL]:
-            n = len(items) if cls == ALL else sum(i.doc_class == cls for i in items)
+            n = sum(i.state is State.OK and (cls == ALL or i.doc_class == cls) for i in items)
             result.corpus_scores += [(cls, Score.missing(m, State.ERROR, msg), n) for m in corpus_metrics]
-        result.doc_scores = [(i.doc_id, Score.missing("dedup.excluded", State.ERROR, msg)) for i in items]
+        result.doc_scores = [(i.doc_id, Score.missing("dedup.excluded", State.ERROR, msg) if i.state is State.OK
+                              else Score.missing("dedup.excluded", _parse_state(i), i.reason or "the parser "
+                                                 "produced no output")) for i in items]
         result.details = {"detector": {"kind": self.detector, "state": State.ERROR.value, "reason": msg}}
         return result

@@ -24,6 +24,11 @@ positive of no label):
   labelled or predicted in that class;
 - ``language.macro_f1`` (over the languages labelled in that class), ``language.accuracy``, ``language.coverage``.
 
+The labelled documents left out (no stage output, a detector error, mixed) are counted by their row's state in the
+``states`` of their class's corpus rows (`CorpusResult.unreached`); ``n`` is the scored documents. A class with
+labelled documents none of which was scored gets ``macro_f1``, ``accuracy`` and ``coverage`` without a value, in the
+most frequent of those states, ``n`` = 0.
+
 Details: ``confusion_matrix`` (per class and ``__all__``; rows = true, columns = predicted + abstained),
 ``top_confusions``, ``mixed_documents``, ``candidates`` (the languages the detector chose from and why), and
 ``selective_accuracy``.
@@ -45,8 +50,12 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from dataclasses import dataclass
+
+from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
+from ingestaudit.auditors.reach import count_states, parse_state, unreached_rows
+from ingestaudit.model import ParsedDocument
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import classification as cl
 from ingestaudit.metrics.specs import MetricSpec, register
@@ -90,10 +99,38 @@ MIXED_TEXTS = ("reference", "input")
 always the stage input (the parser's text)."""
 
 DOC_METRICS = ("language.correct", "language.abstained", "language.mixed")
+CORPUS_SUMMARY_METRICS = ("language.macro_f1", "language.accuracy", "language.coverage")
+"""The corpus rows a class gets whatever its labels (per-language rows exist only for languages seen)."""
 
 
 def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LanguageArtefact:
+    """What the language auditor keeps of one document x pipeline (computed in the run's worker).
+
+    Attributes:
+        label: the truth's ``language`` (None: unlabelled, no detection runs).
+        predicted: the detected or precomputed language (None: abstained, or nothing ran).
+        source: the detector's name or ``precomputed`` (``""``: nothing predicted).
+        error: why there is no prediction (a detector that raised or could not be built, a bad precomputed tag).
+        mixed: the mixed-language analysis (`ingestaudit.stages.language.MixedResult`, or None).
+        mixed_src: which text it read (``reference`` or ``input``; ``""``: no analysis ran).
+        mixed_error: why the analysis failed.
+        detector: ``{"detector_version", "detector_settings"}`` of the detector built for this document, or
+            ``{"note": message}`` when it could not be built; None when no detector was needed.
+    """
+
+    label: str | None
+    predicted: str | None = None
+    source: str = ""
+    error: str = ""
+    mixed: Any = None
+    mixed_src: str = ""
+    mixed_error: str = ""
+    detector: dict[str, Any] | None = None
 
 
 class LanguageAuditor(CorpusAuditor):
@@ -163,6 +200,8 @@ class LanguageAuditor(CorpusAuditor):
         self.use_precomputed = bool(use_precomputed)
         self.top_k, self.seed, self.n_resamples, self.confidence = int(top_k), int(seed), int(n_resamples), confidence
         self._mixed_cache: dict[tuple, Any] = {}
+        self._detectors: dict[tuple[str, ...] | None, Any] = {}  # per worker process: candidates -> detector or error
+        self._chosen: dict[tuple[str, ...], tuple[str, ...] | None] = {}  # per worker process: labels -> candidates
 
     def options(self) -> dict[str, Any]:
         """Every option that changes the numbers."""
@@ -234,6 +273,8 @@ class LanguageAuditor(CorpusAuditor):
 
         keys = {d: (id(detector), _key(t), self.mixed_share, self.mixed_confirmation) for d, t in texts.items()}
         todo = {keys[d]: t for d, t in texts.items() if keys[d] not in self._mixed_cache}
+        if len(self._mixed_cache) > 1024:  # a worker audits many documents: keep the cache small
+            self._mixed_cache.clear()
         errors: dict[str, str] = {}
         if todo:
             opts = {"min_share": self.mixed_share, "min_confirmation": self.mixed_confirmation}
@@ -250,106 +291,163 @@ class LanguageAuditor(CorpusAuditor):
 
     # -- corpus --------------------------------------------------------------------------------------------------
 
-    def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
-        """Detect, flag mixed documents, and score one parser's corpus (see the module docstring). Never raises for
-        bad stage output; a detector that cannot be built gives ``error`` rows with its message."""
+    def corpus_values(self, truth: Truth) -> tuple[str, ...]:
+        """The document's language label: the candidate set ``labels`` is the set of labels of the corpus."""
+        return (truth.language,) if truth.language is not None else ()
+
+    def _detector_for(self, chosen: tuple[str, ...] | None) -> tuple[Any, str]:
+        """The detector over ``chosen`` (built once per process), or the message why it cannot be built."""
+        if chosen not in self._detectors:
+            try:
+                self._detectors[chosen] = (self._build(chosen), "")
+            except Exception as exc:  # a detector that cannot be built: error rows, named
+                self._detectors[chosen] = (None, f"language detector {self.detector!r} could not be built: "
+                                                 f"{type(exc).__name__}: {exc}")
+        return self._detectors[chosen]
+
+    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> LanguageArtefact:
+        """Detect one labelled document's language (or read its precomputed tag) and run the mixed-language
+        analysis, with the candidate set of the corpus's labels (``context``)."""
         from ingestaudit.truth import normalize_language
 
+        label = truth.language
+        if label is None or parsed is None:
+            return LanguageArtefact(label)
+        if context not in self._chosen:
+            self._chosen[context] = self._candidates(set(context))[0]
+        chosen = self._chosen[context]
+        predicted: str | None = None
+        source = error = ""
+        to_detect = True
+        if self.use_precomputed and "language" in parsed.extras:
+            to_detect = False
+            tag = parsed.extras["language"]
+            source = "precomputed"
+            if tag is not None and tag != "":
+                try:
+                    predicted = normalize_language(str(tag))
+                except ValueError as exc:
+                    error = f"precomputed language: {exc}"
+        detector, why = (self._detector_for(chosen) if to_detect or self.mixed else (None, ""))
+        info = None
+        if to_detect or self.mixed:
+            info = ({"note": why} if detector is None else
+                    {"detector_version": detector.version(), "detector_settings": detector.settings()})
+        if to_detect:
+            if detector is None:
+                error = why
+            else:
+                predicted, source, error = self._detect_one(detector, parsed.text or "")
+        mixed = None
+        mixed_src = mixed_err = ""
+        if self.mixed and detector is not None:
+            if self.mixed_text == "reference" and truth.text is not None:
+                text, mixed_src = truth.text, "reference"
+            else:
+                text, mixed_src = parsed.text or "", "input"
+            found, errs = self._mixed(detector, {"doc": text})
+            mixed, mixed_err = found.get("doc"), errs.get("doc", "")
+        return LanguageArtefact(label, predicted, source, error, mixed, mixed_src, mixed_err, info)
+
+    def _detect_one(self, detector: Any, text: str) -> tuple[str | None, str, str]:
+        """``(predicted, source, error)`` of one text: ``detect_many`` (the batch call), else ``detect``."""
+        try:
+            out = detector.detect_many([text])
+            if len(out) != 1:
+                raise ValueError(f"detect_many returned {len(out)} results for 1 texts")
+            lang = out[0]
+        except Exception:  # the single call, so the message is the document's own
+            try:
+                lang = detector.detect(text)
+            except Exception as exc:
+                return None, "", f"{type(exc).__name__}: {exc}"
+        if lang is not None and not isinstance(lang, str):
+            return None, "", f"detector returned {lang!r}, not a language code"
+        return lang, detector.name, ""
+
+    def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
+        """Score one pipeline's corpus from its documents' artefacts (see the module docstring). Never raises for
+        bad stage output; a detector that cannot be built gives ``error`` rows with its message."""
         result = CorpusResult()
-        labelled = [it for it in items if it.truth.language is not None]
+        labelled = [it for it in items if it.artefact.label is not None]
         for it in items:
-            if it.truth.language is None:
+            if it.artefact.label is None:
                 result.doc_scores += [(it.doc_id, Score.missing(m, State.NO_REFERENCE, "no language label"))
                                       for m in DOC_METRICS]
-        labels = {it.truth.language for it in labelled}  # type: ignore[misc]
+        labels = set(context) if labelled else set()
         chosen, cand_info = self._candidates(labels) if labelled else (None, {"notes": ["no labelled documents"]})
         cand_info["detector"] = self.detector
-
-        # predictions: precomputed tags, else the detector (one batch)
         predicted: dict[str, str | None] = {}
         source: dict[str, str] = {}
         errors: dict[str, str] = {}
-        to_detect: list[CorpusItem] = []
-        for it in labelled:
-            if it.parsed is None:
-                continue
-            if self.use_precomputed and "language" in it.parsed.extras:
-                tag = it.parsed.extras["language"]
-                source[it.doc_id] = "precomputed"
-                if tag is None or tag == "":
-                    predicted[it.doc_id] = None
-                    continue
-                try:
-                    predicted[it.doc_id] = normalize_language(str(tag))
-                except ValueError as exc:
-                    errors[it.doc_id] = f"precomputed language: {exc}"
-                continue
-            to_detect.append(it)
-        detector = None
-        need_detector = bool(to_detect) or (self.mixed and any(it.parsed is not None for it in labelled))
-        if need_detector:
-            try:
-                detector = self._build(chosen)
-                cand_info["detector_version"] = detector.version()
-                cand_info["detector_settings"] = detector.settings()
-            except Exception as exc:  # a detector that cannot be built: error rows, named
-                msg = f"language detector {self.detector!r} could not be built: {type(exc).__name__}: {exc}"
-                for it in to_detect:
-                    errors[it.doc_id] = msg
-                cand_info["notes"].append(msg)
-                to_detect = []
-        if to_detect and detector is not None:
-            self._detect(detector, to_detect, predicted, source, errors)
-
-        # mixed-language analysis
         mixed: dict[str, Any] = {}
         mixed_src: dict[str, str] = {}
         mixed_err: dict[str, str] = {}
-        if self.mixed and detector is not None:
-            texts: dict[str, str] = {}
-            for it in labelled:
-                if it.parsed is None:  # no stage output: every row of the document takes the parser's state
-                    continue
-                if self.mixed_text == "reference" and it.truth.text is not None:
-                    texts[it.doc_id], mixed_src[it.doc_id] = it.truth.text, "reference"
-                elif it.parsed is not None:
-                    texts[it.doc_id], mixed_src[it.doc_id] = it.parsed.text or "", "input"
-            mixed, mixed_err = self._mixed(detector, texts)
+        built = None
+        for it in labelled:
+            a = it.artefact
+            if it.state is not State.OK:
+                continue
+            if a.error:
+                errors[it.doc_id] = a.error
+            elif a.source:
+                predicted[it.doc_id], source[it.doc_id] = a.predicted, a.source
+            if a.mixed_src:
+                mixed_src[it.doc_id] = a.mixed_src
+                if a.mixed_error:
+                    mixed_err[it.doc_id] = a.mixed_error
+                else:
+                    mixed[it.doc_id] = a.mixed
+            if built is None and a.detector is not None:
+                built = a.detector
+        if built is not None:
+            if "note" in built:
+                cand_info["notes"].append(built["note"])
+            else:
+                cand_info.update(built)
+        detector = built
 
         # per-document rows
-        scored: list[CorpusItem] = []
+        scored: list[ArtefactItem] = []
         mixed_docs: list[dict[str, Any]] = []
         unscored: dict[str, int] = {}
+        left_out: list[tuple[str, State]] = []  # labelled documents not in the corpus rows, by their row's state
         for it in labelled:
             rows, is_scored = self._doc_rows(it, predicted, source, errors, mixed, mixed_src, mixed_err, detector)
             result.doc_scores += [(it.doc_id, s) for s in rows]
             if is_scored:
                 scored.append(it)
             else:
+                left_out.append((it.doc_class, rows[0].state))
                 reason = ("mixed" if (m := mixed.get(it.doc_id)) is not None and m.mixed
-                          else (it.state.value if it.parsed is None else "error"))
+                          else (parse_state(it).value if it.state is not State.OK else "error"))
                 unscored[reason] = unscored.get(reason, 0) + 1
             m = mixed.get(it.doc_id)
             if m is not None and m.mixed:
                 langs = [lang for lang, _ in m.shares]
                 pred = predicted.get(it.doc_id)
-                mixed_docs.append({"doc_id": it.doc_id, "doc_class": it.doc_class, "true": it.truth.language,
+                mixed_docs.append({"doc_id": it.doc_id, "doc_class": it.doc_class, "true": it.artefact.label,
                                    "predicted": pred, "predicted_in_found": pred in langs,
-                                   "true_in_found": it.truth.language in langs, "text": mixed_src[it.doc_id],
+                                   "true_in_found": it.artefact.label in langs, "text": mixed_src[it.doc_id],
                                    **m.to_dict()})
 
         # corpus rows per class and over all
         pairs_by_class: dict[str, list[tuple[str, str | None]]] = {}
         for it in scored:
-            pair = (it.truth.language, predicted[it.doc_id])
+            pair = (it.artefact.label, predicted[it.doc_id])
             pairs_by_class.setdefault(it.doc_class, []).append(pair)  # type: ignore[arg-type]
         groups = {cls: pairs_by_class[cls] for cls in sorted(pairs_by_class)}
         groups[ALL_CLASSES] = [p for cls in sorted(pairs_by_class) for p in pairs_by_class[cls]]
+        result.unreached = count_states(left_out)
+        for cls, missing in result.unreached.items():  # a class none of whose labelled documents was scored
+            if cls not in groups or (cls == ALL_CLASSES and not groups[cls]):
+                result.corpus_scores += [(cls, s, 0) for s in unreached_rows(CORPUS_SUMMARY_METRICS, missing)]
         confusion: dict[str, Any] = {}
         selective: dict[str, Any] = {}
         for cls, pairs in groups.items():
             counts = cl.tally(pairs)
-            result.corpus_scores += [(cls, s, counts.n) for s in self._corpus_rows(counts, pairs)]
+            if pairs or cls not in result.unreached:  # else: rows given above, in the state that kept them out
+                result.corpus_scores += [(cls, s, counts.n) for s in self._corpus_rows(counts, pairs)]
             confusion[cls] = cl.confusion_table(counts)
             sel = cl.selective_accuracy(counts)
             selective[cls] = {"value": sel.value, "numerator": sel.numerator, "denominator": sel.denominator,
@@ -368,37 +466,13 @@ class LanguageAuditor(CorpusAuditor):
         }
         return result
 
-    def _detect(self, detector: Any, items: list[CorpusItem], predicted: dict[str, str | None],
-                source: dict[str, str], errors: dict[str, str]) -> None:
-        texts = [it.parsed.text or "" for it in items]  # type: ignore[union-attr]
-        try:
-            out = detector.detect_many(texts)
-            if len(out) != len(texts):
-                raise ValueError(f"detect_many returned {len(out)} results for {len(texts)} texts")
-        except Exception:  # fall back to one by one, so one bad document fails alone
-            out = []
-            for it, text in zip(items, texts):
-                try:
-                    out.append(detector.detect(text))
-                except Exception as exc:
-                    errors[it.doc_id] = f"{type(exc).__name__}: {exc}"
-                    out.append(None)
-        for it, lang in zip(items, out):
-            if it.doc_id in errors:
-                continue
-            if lang is not None and not isinstance(lang, str):
-                errors[it.doc_id] = f"detector returned {lang!r}, not a language code"
-                continue
-            predicted[it.doc_id] = lang
-            source[it.doc_id] = detector.name
-
-    def _doc_rows(self, it: CorpusItem, predicted: dict[str, str | None], source: dict[str, str],
+    def _doc_rows(self, it: ArtefactItem, predicted: dict[str, str | None], source: dict[str, str],
                   errors: dict[str, str], mixed: dict[str, Any], mixed_src: dict[str, str],
                   mixed_err: dict[str, str], detector: Any) -> tuple[list[Score], bool]:
         """The three rows of one labelled document, and whether it is scored in the corpus rows."""
         names = ("language.correct", "language.abstained")
-        if it.parsed is None:
-            return [Score.missing(n, it.state, it.reason or "no stage output") for n in DOC_METRICS], False
+        if it.state is not State.OK:
+            return [Score.missing(n, parse_state(it), it.reason or "no stage output") for n in DOC_METRICS], False
         # language.mixed
         m = mixed.get(it.doc_id)
         if not self.mixed:
@@ -418,13 +492,13 @@ class LanguageAuditor(CorpusAuditor):
         if it.doc_id in errors:
             return [Score.missing(n, State.ERROR, errors[it.doc_id]) for n in names] + [mixed_row], False
         pred = predicted[it.doc_id]
-        detail = {"true": it.truth.language, "predicted": pred, "source": source[it.doc_id]}
+        detail = {"true": it.artefact.label, "predicted": pred, "source": source[it.doc_id]}
         if m is not None and m.mixed:
             reason = (f"mixed-language document ({m.second} covers {m.second_share:.0%} of the "
                       f"{mixed_src[it.doc_id]} text): not scored as a single-label error")
             return [Score(n, None, None, None, State.SKIPPED, "", {**detail, "reason": reason})
                     for n in names] + [mixed_row], False
-        return [Score.ratio("language.correct", int(pred == it.truth.language), 1, detail=detail),
+        return [Score.ratio("language.correct", int(pred == it.artefact.label), 1, detail=detail),
                 Score.ratio("language.abstained", int(pred is None), 1, detail=detail), mixed_row], True
 
     def _corpus_rows(self, counts: cl.ClassificationCounts, pairs: list[tuple[str, str | None]]) -> list[Score]:

@@ -31,6 +31,18 @@ validating detector such as Presidio rightly skips. Each precision/recall/F row 
 corpus rate. ``pii.lost_in_extraction``, ``pii.residual_leakage`` and ``pii.fp_per_1k_tokens`` are labelled by
 type, ``*`` for all types together.
 
+**Types nobody labelled** (truth ``pii_types``, DESIGN.md): a truth file may list the entity types it labels
+exhaustively. A prediction of another type (detector vocabulary: a declared type counts under its label-map target)
+can be neither right nor wrong against these labels: it is set apart, left out of every precision, recall, F and
+``fp_per_1k_tokens`` row, and counted in ``pii.unlabelled_type_predictions`` (label = its type, ``*`` all: set-apart
+predictions / predictions of the audited types). A document without ``pii_types`` keeps the behaviour of earlier
+versions, named by the option ``without_pii_types`` (printed with the options): ``"judge_all"`` (default) judges
+every predicted type, so a DATE_TIME the corpus never labels is a false positive; ``"corpus_types"`` takes the types
+of the corpus's gold spans as labelled exhaustively.
+
+Corpus rows (``P/macro``) count the scored documents; the labelled documents left out (no parser output, a scrubber
+error, over ``max_chars``) are in the rows' state counts (`CorpusResult.unreached`).
+
 **Negative documents** (option ``negative_documents``): ``"labelled_empty"`` (default) counts a document as
 holding no PII when its truth JSON has ``"pii": []`` (needs the truth loader to record that the key is present,
 attribute ``Truth.pii_labelled``); ``"no_spans"`` counts every document with a reference text and no ``pii`` span
@@ -44,8 +56,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingestaudit.auditors.base import CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusItem, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
+from ingestaudit.auditors.reach import count_states, parse_state, unreached_rows
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.alignment import DEFAULT_MIN_KEPT, ProjectedSpan, align_chars, project_spans
 from ingestaudit.metrics.leakage import (DEFAULT_NORMALIZATION, NORMALIZATIONS, gold_values, negative_false_positives,
@@ -85,16 +98,36 @@ METRICS = (
                "1,000 whitespace tokens of the scrubber input: numerator = predicted spans, denominator = tokens / "
                "1000; label = predicted entity type, '*' all types", higher_is_better=False, high=None,
                unit="false positives per 1,000 tokens"),
+    MetricSpec("pii.unlabelled_type_predictions", "predicted spans of entity types the document's truth does not "
+               "label (not in its pii_types, after the label map) / predicted spans of the audited types; such "
+               "predictions are set apart, neither true nor false positives (no_reference for a document without "
+               "pii_types: every predicted type is then judged, see the option without_pii_types); label = "
+               "predicted entity type, '*' all types", higher_is_better=False, ci="wilson", unit="spans"),
 )
 register(*METRICS)
 
 METRIC_NAMES = tuple(s.name for s in METRICS)
 NEGATIVE_MODES = ("labelled_empty", "no_spans")
+WITHOUT_PII_TYPES = ("judge_all", "corpus_types")
+"""What a document without ``pii_types`` declares labelled: ``judge_all`` every type (a prediction of a type the
+corpus never labels is a false positive), ``corpus_types`` the types of the gold spans of the whole corpus."""
 REDACTED_FIELDS = ("clean_text", "text")
 RESERVED_TYPES = (ANY_TYPE, "macro")
 """Entity-type names that would collide with the label scheme; gold spans of these types are set aside."""
 MAX_LISTED = 20
 """At most this many missed spans, false positives or lost spans are listed in one detail."""
+UNLABELLED_NOTE = {
+    "judge_all": "a document's truth pii_types lists the types labelled exhaustively: predictions of other types are "
+                 "set apart (pii.unlabelled_type_predictions), not false positives; a document without pii_types: "
+                 "every predicted type is judged (a prediction of a type the corpus never labels is a false "
+                 "positive)",
+    "corpus_types": "a document's truth pii_types lists the types labelled exhaustively: predictions of other types "
+                    "are set apart (pii.unlabelled_type_predictions), not false positives; a document without "
+                    "pii_types: the types of the corpus's gold spans are taken as labelled exhaustively",
+}
+"""The ``unlabelled_types`` entry of `PiiAuditor.options`: how predictions of unlabelled types are counted."""
+MAX_OVERLAPS_LISTED = 5
+"""At most this many overlapping gold spans are listed by `validate_pii_gold`; the rest are counted."""
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -107,7 +140,8 @@ class PiiGoldProblem:
     Attributes:
         index: position of the span in the ``pii`` list.
         kind: ``"offsets"`` (outside the text or empty), ``"overlap"`` (shares characters with span ``other``),
-            ``"luhn"`` (a credit-card label that fails the Luhn check), ``"reserved_type"``.
+            ``"overlap_count"`` (how many spans overlap, when more than are listed), ``"luhn"`` (a credit-card label
+            that fails the Luhn check), ``"reserved_type"``.
         severity: ``"error"`` (the label cannot be used) or ``"warning"`` (usable, but a detector may rightly
             disagree: overlapping labels, card numbers that fail Luhn).
         message: human-readable, names the span.
@@ -129,10 +163,15 @@ def validate_pii_gold(text: str, spans: Sequence[Any],
     """Check gold PII spans against their reference text (pure function, no I/O).
 
     Checks, in span order: offsets inside the text (``0 <= start < end <= len(text)``, code points); reserved type
-    names (`RESERVED_TYPES`); every pair of spans sharing a character (``max(starts) < min(ends)``), reported once
-    on the later span; ``credit_card_types`` labels whose text fails the Luhn check (ISO/IEC 7812-1 Annex B,
-    `ingestaudit.metrics.luhn`: spaces and hyphens ignored), since a detector that validates card numbers is right
-    to skip them.
+    names (`RESERVED_TYPES`); spans sharing a character with another (``max(starts) < min(ends)``); ``credit_card_types``
+    labels whose text fails the Luhn check (ISO/IEC 7812-1 Annex B, `ingestaudit.metrics.luhn`: spaces and hyphens
+    ignored), since a detector that validates card numbers is right to skip them.
+
+    Overlaps: the spans are sorted once by ``(start, end, index)`` and swept; a span that starts before the furthest
+    end seen so far overlaps that furthest-reaching span (``other``). Each such span is counted once (O(n log n), so
+    100,000 identical spans cost one sort, not 5 x 10^9 pairs); the first `MAX_OVERLAPS_LISTED` by index are listed
+    as ``overlap`` problems, and when there are more, one ``overlap_count`` problem (on the first one not listed)
+    gives the total.
 
     Args:
         text: the reference text.
@@ -158,16 +197,23 @@ def validate_pii_gold(text: str, spans: Sequence[Any],
         if typ in cards:
             res = luhn_check(text[start:end])
             if not res.valid:
-                problems.append(PiiGoldProblem(i, "luhn", "warning", f"span {desc} {text[start:end]!r} fails the "
+                shown = text[start:end] if end - start <= 40 else text[start:start + 40] + "…"
+                problems.append(PiiGoldProblem(i, "luhn", "warning", f"span {desc} {shown!r} fails the "
                                                f"Luhn check ({res.reason}); a detector is right to skip it"))
-    active: list[tuple[int, int, int]] = []
+    overlapping: list[tuple[int, int]] = []  # (span, the furthest-reaching span sorted before it)
+    reach, far = -1, -1
     for start, end, i in sorted(valid):
-        active = [a for a in active if a[1] > start]
-        for a_start, a_end, j in active:
-            first, second = sorted((i, j))
-            problems.append(PiiGoldProblem(second, "overlap", "warning",
-                                           f"span pii[{second}] overlaps span pii[{first}]", other=first))
-        active.append((start, end, i))
+        if start < reach:
+            overlapping.append((i, far))
+        if end > reach:
+            reach, far = end, i
+    overlapping.sort()
+    for i, j in overlapping[:MAX_OVERLAPS_LISTED]:
+        problems.append(PiiGoldProblem(i, "overlap", "warning", f"span pii[{i}] overlaps span pii[{j}]", other=j))
+    if len(overlapping) > MAX_OVERLAPS_LISTED:
+        problems.append(PiiGoldProblem(overlapping[MAX_OVERLAPS_LISTED][0], "overlap_count", "warning",
+                                       f"{len(overlapping)} spans overlap a span that starts before them; the first "
+                                       f"{MAX_OVERLAPS_LISTED} are listed"))
     return sorted(problems, key=lambda p: (p.index, p.kind, p.other if p.other is not None else -1))
 
 
@@ -227,6 +273,48 @@ class _Doc:
     lost: list[dict[str, Any]] = field(default_factory=list)
     unmapped: Counter = field(default_factory=Counter)
     ignored_predicted: Counter = field(default_factory=Counter)
+    labelled_types: tuple[str, ...] | None = None  # detector types labelled exhaustively (None: every type judged)
+    unlabelled: Counter = field(default_factory=Counter)  # predictions of other types, set apart, by type
+    n_audited: int = 0  # predictions of the audited types (``entities``), judged or set apart
+    neg: Any = None  # `negative_false_positives` of a negative document (its fp_per_1k_tokens rows need the vocabulary)
+
+
+@dataclass(frozen=True)
+class PiiArtefact:
+    """What the PII auditor keeps of one document x pipeline (computed in the run's worker, `PiiAuditor.artefact`):
+    its rows so far and the counts the corpus-level rows and details need, never its texts, except in ``redo``.
+
+    Attributes:
+        applies: the document has PII labels (`PiiAuditor.applies`).
+        rows: the document's rows without its ``fp_per_1k_tokens`` and ``unlabelled_type_predictions`` rows (which
+            depend on every document's predictions), or its rows in a non-ok state.
+        predicted: the scrubber's predictions are known (the document counts in the details and the vocabulary).
+        scored: they were scored without an error (``doc.typed`` holds the counts).
+        used_detector: the configured detector produced this document's predictions.
+        target: the detector vocabulary the document was scored with (`PiiAuditor._vocabulary`).
+        detector_types, detector_error: the configured detector's declared vocabulary, when this document loaded it.
+        predicted_types: the types of the predictions of the audited ``entities``.
+        doc: the `_Doc` of the scoring (counts, confusion, losses; ``item`` without the parsed document).
+        gold_types, has_pii_types: the truth's span types and whether it declares ``pii_types`` (details).
+        detector_info: ``{"name", "version", "settings"}`` of the detector that ran, for the details.
+        redo: for a document scored before the corpus's vocabulary is known (its predictions were precomputed while
+            the scrubber is a detector), what re-scoring needs: ``(truth, input_text, predicted, scrubbed, source)``.
+    """
+
+    applies: bool
+    rows: tuple[Score, ...] = ()
+    predicted: bool = False
+    scored: bool = False
+    used_detector: bool = False
+    target: tuple[str, ...] | None = None
+    detector_types: tuple[str, ...] | None = None
+    detector_error: str = ""
+    predicted_types: tuple[str, ...] = ()
+    doc: Any = None
+    gold_types: tuple[str, ...] = ()
+    has_pii_types: bool = False
+    detector_info: dict[str, Any] | None = None
+    redo: tuple | None = None
 
 
 def _span_dict(s: Span, text: str) -> dict[str, Any]:
@@ -259,6 +347,8 @@ class PiiAuditor(CorpusAuditor):
         placeholder_pattern: regex of a placeholder in a redacted text, type in group 1.
         leakage_normalization, leakage_whole_word: residual-leakage settings (`ingestaudit.metrics.leakage`).
         negative_documents: ``"labelled_empty"`` or ``"no_spans"`` (module docstring).
+        without_pii_types: ``"judge_all"`` or ``"corpus_types"``: what a document without ``pii_types`` declares
+            labelled (`WITHOUT_PII_TYPES`, module docstring).
         max_chars: longer scrubber inputs are ``skipped`` (spaCy's default ``max_length`` is 1,000,000).
 
     Raises:
@@ -277,12 +367,16 @@ class PiiAuditor(CorpusAuditor):
                  redacted_field: str = "clean_text", placeholder: str = "<{type}>",
                  placeholder_pattern: str = r"<([A-Z][A-Z0-9_]*)>",
                  leakage_normalization: str = DEFAULT_NORMALIZATION, leakage_whole_word: bool = True,
-                 negative_documents: str = "labelled_empty", max_chars: int = 1_000_000):
+                 negative_documents: str = "labelled_empty", max_chars: int = 1_000_000,
+                 without_pii_types: str = "judge_all"):
         self.policies = (MatchPolicy("exact"), MatchPolicy("overlap", iou_threshold), MatchPolicy("token"))
         if not 0.0 < float(min_kept) <= 1.0:
             raise ValueError(f"min_kept must be in (0, 1], got {min_kept!r}")
         if redacted_field not in REDACTED_FIELDS:
             raise ValueError(f"redacted_field must be one of {', '.join(REDACTED_FIELDS)}, got {redacted_field!r}")
+        if without_pii_types not in WITHOUT_PII_TYPES:
+            raise ValueError(f"without_pii_types must be one of {', '.join(WITHOUT_PII_TYPES)}, "
+                             f"got {without_pii_types!r}")
         if negative_documents not in NEGATIVE_MODES:
             raise ValueError(f"negative_documents must be one of {', '.join(NEGATIVE_MODES)}, "
                              f"got {negative_documents!r}")
@@ -320,6 +414,7 @@ class PiiAuditor(CorpusAuditor):
         self.leakage_normalization = leakage_normalization
         self.leakage_whole_word = bool(leakage_whole_word)
         self.negative_documents = negative_documents
+        self.without_pii_types = without_pii_types
         self.max_chars = int(max_chars)
         self._detector: Any = None
 
@@ -344,6 +439,8 @@ class PiiAuditor(CorpusAuditor):
             "leakage": {"normalization": self.leakage_normalization, "whole_word": self.leakage_whole_word},
             "negative_documents": self.negative_documents,
             "max_chars": self.max_chars,
+            "without_pii_types": self.without_pii_types,
+            "unlabelled_types": UNLABELLED_NOTE[self.without_pii_types],
         }
         if self.scrubber == "presidio":
             p = self.presidio_options
@@ -359,6 +456,13 @@ class PiiAuditor(CorpusAuditor):
         elif self.scrubber != "precomputed":
             out["detector_options"] = self.detector_options
         return out
+
+    def declared_types(self, truth: Truth, corpus_types: Sequence[str] = ()) -> tuple[str, ...] | None:
+        """The gold types ``truth`` labels exhaustively: its ``pii_types``; else, with ``without_pii_types =
+        "corpus_types"``, ``corpus_types``; else None (every predicted type is judged)."""
+        if truth.pii_types is not None:
+            return tuple(truth.pii_types)
+        return tuple(corpus_types) if self.without_pii_types == "corpus_types" else None
 
     def is_negative(self, truth: Truth) -> bool:
         """True when ``truth`` declares a document without PII (see ``negative_documents``)."""
@@ -477,8 +581,10 @@ class PiiAuditor(CorpusAuditor):
             types = set(self.entities) if types is None else types & set(self.entities)
         return None if types is None else tuple(sorted(types))
 
-    def _score(self, d: _Doc, target: tuple[str, ...] | None, vocab: list[str]) -> None:
-        """All rows of one document whose predictions are known."""
+    def _score(self, d: _Doc, target: tuple[str, ...] | None, vocab: list[str],
+               corpus_types: tuple[str, ...] = ()) -> None:
+        """All rows of one document whose predictions are known (``corpus_types``: the gold types of the corpus,
+        used by ``without_pii_types="corpus_types"``)."""
         truth, text = d.item.truth, d.input_text
         reference = truth.text or ""
         gold_all: list[Span] = []
@@ -513,6 +619,12 @@ class PiiAuditor(CorpusAuditor):
             audited = [s for s in predicted if s.type in self.entities]
         else:
             audited = list(predicted)
+        d.n_audited = len(audited)
+        declared = self.declared_types(truth, corpus_types)
+        if declared is not None:  # types nobody labelled here are set apart: neither true nor false positives
+            d.labelled_types = tuple(sorted({mapping.get(t, t) for t in declared} - {None}))  # type: ignore[misc]
+            d.unlabelled = Counter(s.type for s in audited if s.type not in d.labelled_types)
+            audited = [s for s in audited if s.type in d.labelled_types]
 
         luhn_failures = sum(1 for s in gold_all if s.type == "CREDIT_CARD"
                             and not luhn_check(reference[s.start:s.end]).valid)
@@ -538,6 +650,8 @@ class PiiAuditor(CorpusAuditor):
                 extra_r["missed_total"] = len(missed)
                 extra_p["false_positives"] = [_span_dict(s, text) for s in fps[:MAX_LISTED]]
                 extra_p["false_positives_total"] = len(fps)
+                extra_p["unlabelled_type_predictions"] = sum(d.unlabelled.values())
+                extra_p["labelled_types"] = None if d.labelled_types is None else list(d.labelled_types)
                 if pol.name == "overlap":
                     ma = match_spans(any_gold, audited, pol, type_agnostic=True)
                     d.confusion = Counter((any_gold[i].type, audited[j].type) for i, j, _ in ma.pairs)
@@ -576,72 +690,178 @@ class PiiAuditor(CorpusAuditor):
         for typ, c in leak.per_type.items():
             rows.append(score_from_rate("pii.residual_leakage", c.rate(), label=typ, detail=leak_detail))
 
-        # false positives on negative documents
-        if self.is_negative(truth):
-            neg = negative_false_positives(text, audited)
-            for typ in [ANY_TYPE, *sorted(set(vocab) | set(neg.false_positives))]:
-                fp = sum(neg.false_positives.values()) if typ == ANY_TYPE else neg.false_positives.get(typ, 0)
-                if neg.n_tokens == 0:
-                    rows.append(Score("pii.fp_per_1k_tokens", None, fp, 0, State.NO_REFERENCE, typ,
-                                      {"reason": "no tokens in the scrubber input", "false_positives": fp}))
-                else:
-                    den = neg.n_tokens / 1000.0
-                    rows.append(Score("pii.fp_per_1k_tokens", fp / den, fp, den, State.OK, typ,
-                                      {"false_positives": fp, "tokens": neg.n_tokens}))
-        else:
-            rows.append(Score.missing("pii.fp_per_1k_tokens", State.NO_REFERENCE,
-                                      "not a negative document (it has gold pii spans)", label=ANY_TYPE))
+        # false positives on negative documents: rows by `_fp_rows`, once the corpus's vocabulary is known
+        d.neg = negative_false_positives(text, audited) if self.is_negative(truth) else None
         d.rows = rows
+
+    def _fp_rows(self, d: _Doc, vocab: Sequence[str]) -> list[Score]:
+        """``pii.fp_per_1k_tokens`` of one scored document: per type of ``vocab`` and each type it falsely
+        predicted, and ``*``, on a negative document; one ``no_reference`` row otherwise."""
+        neg = d.neg
+        if neg is None:
+            return [Score.missing("pii.fp_per_1k_tokens", State.NO_REFERENCE,
+                                  "not a negative document (it has gold pii spans)", label=ANY_TYPE)]
+        rows = []
+        for typ in [ANY_TYPE, *sorted(set(vocab) | set(neg.false_positives))]:
+            fp = sum(neg.false_positives.values()) if typ == ANY_TYPE else neg.false_positives.get(typ, 0)
+            if neg.n_tokens == 0:
+                rows.append(Score("pii.fp_per_1k_tokens", None, fp, 0, State.NO_REFERENCE, typ,
+                                  {"reason": "no tokens in the scrubber input", "false_positives": fp}))
+            else:
+                den = neg.n_tokens / 1000.0
+                rows.append(Score("pii.fp_per_1k_tokens", fp / den, fp, den, State.OK, typ,
+                                  {"false_positives": fp, "tokens": neg.n_tokens}))
+        return rows
 
     # -- the corpus --------------------------------------------------------------------------------------------
 
-    def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
-        """Rows for every document of one parser, macro averages over types per class, and details (label map,
-        unmapped types, type confusion, scrubber per document, extraction losses). Never raises for bad stage
-        output; a missing detector gives ``error`` rows whose reason names the fix."""
-        result = CorpusResult()
-        docs: list[_Doc] = []
-        for item in items:
-            d = _Doc(item)
-            docs.append(d)
-            if not self.applies(item.truth):
-                d.rows = self._state_rows(State.NO_REFERENCE, "no pii labels for this document")
-            elif item.parsed is None:
-                d.rows = self._state_rows(item.state, item.reason or "the parser produced nothing")
-            else:
-                try:
-                    self._prepare(d)
-                except Exception as exc:
-                    d.rows = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}")
-        active = [d for d in docs if self.applies(d.item.truth) and not d.rows]
-        if any(d.source == "detector" for d in active):
-            self._run_detector(active)
-        scored = [d for d in active if not d.rows and d.predicted is not None]
+    def corpus_values(self, truth: Truth) -> tuple[str, ...]:
+        """The gold span types of a labelled document (``without_pii_types = "corpus_types"`` reads them)."""
+        return tuple(sorted({s.type for s in truth.pii})) if self.applies(truth) else ()
+
+    def _detector_vocabulary(self) -> tuple[tuple[str, ...] | None, str]:
+        """The configured detector's declared vocabulary (None: unknown), or the message of its failure."""
         try:
-            target = self._vocabulary(scored)
-        except Exception as exc:  # the detector failed to report its vocabulary: audit without a target
+            declared = self.detector().supported_types()
+            return (None if declared is None else tuple(sorted(set(declared)))), ""
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+
+    def _target(self, used_detector: bool, declared: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """`_vocabulary` from its two inputs: whether some scored document used the detector, and its vocabulary."""
+        types: set[str] | None = set(declared) if used_detector and declared is not None else None
+        if self.entities is not None:
+            types = set(self.entities) if types is None else types & set(self.entities)
+        return None if types is None else tuple(sorted(types))
+
+    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> PiiArtefact:
+        """Scrub one labelled document (precomputed spans, a redacted text or the configured detector) and score
+        it against its gold spans, under the vocabulary the corpus will have if this document's own scrubber
+        decides it (`PiiArtefact.redo` keeps what re-scoring needs otherwise). ``context``: the corpus's gold types."""
+        if not self.applies(truth):
+            return PiiArtefact(False)
+        item = CorpusItem("", "", truth, parsed)
+        d = _Doc(item)
+        if parsed is None:
+            return PiiArtefact(True)
+        try:
+            self._prepare(d)
+        except Exception as exc:
+            d.rows = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}")
+        info = None
+        if not d.rows and d.source == "detector":
+            self._run_detector([d])
+            if self._detector is not None:
+                try:
+                    det = self._detector
+                    info = {"name": getattr(det, "name", self.scrubber), "version": det.version(),
+                            "settings": det.settings()}
+                except Exception:
+                    info = None
+        gold_types = tuple(sorted({s.type for s in truth.pii}))
+        common = {"gold_types": gold_types, "has_pii_types": truth.pii_types is not None, "detector_info": info}
+        if d.rows or d.predicted is None:
+            return PiiArtefact(True, tuple(d.rows), **common)
+        used = d.source == self.scrubber and d.source not in ("precomputed", "redacted")
+        declared, why = self._detector_vocabulary() if used else (None, "")
+        target = None if used and why else self._target(used, declared)  # a failed vocabulary: no target
+        redo = None
+        if not used and self.scrubber not in ("precomputed", "redacted"):  # another document may load the detector
+            redo = (truth, d.input_text, list(d.predicted), d.scrubbed, d.source)
+        predicted_types = tuple(sorted({s.type for s in d.predicted if self.entities is None
+                                        or s.type in self.entities}))
+        ok = True
+        try:
+            self._score(d, target, [], context)
+        except Exception as exc:
+            d.rows, d.typed, ok = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}"), {}, False
+        d.item = CorpusItem("", "", Truth(pii=truth.pii, pii_types=truth.pii_types), None)  # no texts from here on
+        d.input_text, d.scrubbed, d.predicted = "", None, []
+        return PiiArtefact(True, tuple(d.rows), True, ok, used, target, declared, why, predicted_types, d,
+                           redo=redo, **common)
+
+    def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
+        """Rows for every document of one pipeline from its artefacts, macro averages over types per class, and
+        details (label map, unmapped types, type confusion, scrubber per document, extraction losses). Never raises
+        for bad stage output; a missing detector gives ``error`` rows whose reason names the fix."""
+        from dataclasses import replace as _replace
+
+        result = CorpusResult()
+        rows_of: dict[int, list[Score]] = {}
+        known: list[int] = []  # documents whose predictions are known, corpus order
+        for k, it in enumerate(items):
+            a = it.artefact
+            if not a.applies:
+                rows_of[k] = self._state_rows(State.NO_REFERENCE, "no pii labels for this document")
+            elif it.state is not State.OK:
+                rows_of[k] = self._state_rows(parse_state(it), it.reason or "the parser produced nothing")
+            else:
+                rows_of[k] = list(a.rows)
+                if a.predicted:
+                    known.append(k)
+        used = any(items[k].artefact.used_detector for k in known)
+        declared = next((items[k].artefact.detector_types for k in known if items[k].artefact.used_detector), None)
+        why = next((items[k].artefact.detector_error for k in known if items[k].artefact.detector_error), "")
+        if why:  # the detector failed to report its vocabulary: audit without a target
             target = None
-            result.details["vocabulary_error"] = f"{type(exc).__name__}: {exc}"
-        vocab = sorted(set(target or ()) | {s.type for d in scored for s in d.predicted or ()
-                                            if self.entities is None or s.type in self.entities})
-        for d in scored:
-            try:
-                self._score(d, target, vocab)
-            except Exception as exc:
-                d.rows = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}")
-                d.typed = {}
-        for d in docs:
-            result.doc_scores += [(d.item.doc_id, s) for s in d.rows]
-        result.corpus_scores = self._macro_rows([d for d in scored if d.typed])
-        result.details.update(self._details(scored, target))
+            result.details["vocabulary_error"] = why
+        else:
+            target = self._target(used, declared)
+        docs: dict[int, _Doc] = {}
+        for k in known:
+            it, a = items[k], items[k].artefact
+            d = _replace(a.doc, item=CorpusItem(it.doc_id, it.doc_class, a.doc.item.truth, None))
+            if a.target != target and a.redo is not None:  # scored under another vocabulary: once more
+                truth, text, predicted, scrubbed, source = a.redo
+                d = _Doc(CorpusItem(it.doc_id, it.doc_class, truth, None), source, text, scrubbed, predicted)
+                try:
+                    self._score(d, target, [], context)
+                except Exception as exc:
+                    d.rows, d.typed = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}"), {}
+                rows_of[k] = list(d.rows)
+            docs[k] = d
+        vocab = sorted(set(target or ()) | {t for k in known for t in items[k].artefact.predicted_types})
+        set_apart = sorted({t for d in docs.values() if d.typed for t in d.unlabelled})
+        for k, d in docs.items():
+            if d.typed:
+                rows_of[k] += self._fp_rows(d, vocab) + self._unlabelled_rows(d, set_apart)
+        for k, it in enumerate(items):
+            result.doc_scores += [(it.doc_id, s) for s in rows_of[k]]
+        result.unreached = count_states((it.doc_class, rows_of[k][0].state) for k, it in enumerate(items)
+                                        if it.artefact.applies and not (k in docs and docs[k].typed) and rows_of[k])
+        ordered = [docs[k] for k in sorted(docs)]
+        result.corpus_scores = self._macro_rows([d for d in ordered if d.typed], result.unreached)
+        info = next((it.artefact.detector_info for it in items if it.state is State.OK and it.artefact.applies
+                     and it.artefact.detector_info), None)
+        result.details.update(self._details(ordered, target, info))
         return result
 
-    def _macro_rows(self, docs: list[_Doc]) -> list[tuple[str, Score, int]]:
+    def _unlabelled_rows(self, d: _Doc, types: Sequence[str]) -> list[Score]:
+        """``pii.unlabelled_type_predictions`` of one scored document: ``*`` and one row per type in ``types`` (every
+        type set apart somewhere in the corpus, so the per-type micro rate counts every document)."""
+        name = "pii.unlabelled_type_predictions"
+        if d.labelled_types is None:
+            return [Score.missing(name, State.NO_REFERENCE, "the truth has no pii_types: every predicted type is "
+                                  f"judged (without_pii_types = {self.without_pii_types})", label=ANY_TYPE)]
+        detail = {"labelled_types": list(d.labelled_types), "set_apart": dict(sorted(d.unlabelled.items()))}
+        if d.n_audited == 0:
+            return [Score(name, None, 0, 0, State.NO_PREDICTION, label, {**detail, "reason": "nothing predicted"})
+                    for label in (ANY_TYPE, *types)]
+        return ([Score.ratio(name, sum(d.unlabelled.values()), d.n_audited, label=ANY_TYPE, detail=detail)]
+                + [Score.ratio(name, d.unlabelled.get(t, 0), d.n_audited, label=t) for t in types])
+
+    def _macro_rows(self, docs: list[_Doc], unreached: dict[str, dict[str, int]]) -> list[tuple[str, Score, int]]:
+        """``P/macro`` rows per class and ``__all__`` over the scored documents; a class whose labelled documents
+        were none scored gets them without a value, in the state that kept its documents out (``n`` = 0)."""
         by_class: dict[str, list[_Doc]] = defaultdict(list)
         for d in docs:
             by_class[d.item.doc_class].append(d)
         groups = sorted(by_class.items()) + ([("__all__", docs)] if docs else [])
         out: list[tuple[str, Score, int]] = []
+        for cls in sorted(c for c in unreached if c not in by_class and (c != "__all__" or not docs)):
+            for pol in self.policies:
+                out += [(cls, s, 0) for s in unreached_rows([f"pii.{n}" for n in RATE_NAMES], unreached[cls],
+                                                             label=f"{pol.label}/macro")]
         for cls, members in groups:
             for pol in self.policies:
                 total = members[0].typed[pol.label]
@@ -660,7 +880,8 @@ class PiiAuditor(CorpusAuditor):
                     out.append((cls, score, len(members)))
         return out
 
-    def _details(self, docs: list[_Doc], target: tuple[str, ...] | None) -> dict[str, Any]:
+    def _details(self, docs: list[_Doc], target: tuple[str, ...] | None,
+                 info: dict[str, Any] | None = None) -> dict[str, Any]:
         unmapped: Counter = Counter()
         ignored: Counter = Counter()
         confusion: Counter = Counter()
@@ -684,13 +905,16 @@ class PiiAuditor(CorpusAuditor):
                         "lost_in_extraction"},
             "scrubber_by_document": dict(sorted(sources.items())),
             "ignored_predicted_types": dict(sorted(ignored.items())),
+            "unlabelled_types": {
+                "without_pii_types": self.without_pii_types, "note": UNLABELLED_NOTE[self.without_pii_types],
+                "documents_with_pii_types": sum(d.item.truth.pii_types is not None for d in docs),
+                "documents_without_pii_types": sum(d.item.truth.pii_types is None for d in docs),
+                "set_apart": dict(sorted(sum((d.unlabelled for d in docs), Counter()).items()))},
             "type_confusion": {
                 "policy": self.policies[1].label, "note": "gold type -> predicted type of the type-agnostic pairs",
                 "pairs": [{"gold": g, "predicted": p, "count": n} for (g, p), n in sorted(confusion.items())]},
             "lost_in_extraction": {"total": len(lost), "spans": lost[:MAX_LISTED * 5]},
         }
-        if self.scrubber not in ("precomputed", "redacted") and self._detector is not None:
-            det = self._detector
-            out["detector"] = {"name": getattr(det, "name", self.scrubber), "version": det.version(),
-                               "settings": det.settings()}
+        if self.scrubber not in ("precomputed", "redacted") and info is not None:
+            out["detector"] = info  # as the worker that ran the detector recorded it
         return out

@@ -11,7 +11,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ingestaudit.executors.base import Executor, TaskFailure, TaskTimeout, raised_message, timeout_message
+from ingestaudit.executors.base import (Executor, TaskFailure, TaskTimeout, raise_if_stopped, raised_message,
+                                        timeout_message)
 
 
 def _alarm(signum: int, frame: object) -> None:
@@ -26,7 +27,10 @@ class SerialExecutor(Executor):
         previous = signal.signal(signal.SIGALRM, _alarm) if timed else None
         try:
             for i, task in enumerate(tasks):
-                yield i, self._one(fn, task, timeout_s, timed)
+                raise_if_stopped()
+                result = self._one(fn, task, timeout_s, timed)
+                raise_if_stopped()  # a stop that the task's own code swallowed
+                yield i, result
         finally:
             if timed:
                 signal.setitimer(signal.ITIMER_REAL, 0)

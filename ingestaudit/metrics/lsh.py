@@ -189,24 +189,30 @@ def candidate_rate_by_bucket(jaccards: Sequence[float], is_candidate: Sequence[b
     Raises:
         ValueError: lengths differ, edges are not increasing, or a Jaccard is outside [0, 1].
     """
+    import numpy as np
+
     edges = list(edges)
     if len(jaccards) != len(is_candidate):
         raise ValueError("jaccards and is_candidate differ in length")
     if len(edges) < 2 or any(x >= y for x, y in zip(edges, edges[1:])):
         raise ValueError(f"edges must be at least two increasing values, got {edges}")
     n_buckets = len(edges) - 1
-    pairs = [0] * n_buckets
-    cands = [0] * n_buckets
-    theo = [0.0] * n_buckets
-    for j, c in zip(jaccards, is_candidate):
-        if not 0.0 <= j <= 1.0:
-            raise ValueError(f"jaccard {j} outside [0, 1]")
-        if j < edges[0] or j > edges[-1]:
-            continue
-        k = next((i for i in range(n_buckets) if j < edges[i + 1]), n_buckets - 1)
-        pairs[k] += 1
-        cands[k] += bool(c)
-        theo[k] += candidate_probability(j, b, r)
+    jac = np.asarray(jaccards, dtype=np.float64).reshape(-1)
+    cand = np.asarray(is_candidate, dtype=bool).reshape(-1)
+    bad = (jac < 0.0) | (jac > 1.0) | np.isnan(jac)
+    if bad.any():
+        raise ValueError(f"jaccard {jac[np.flatnonzero(bad)[0]]} outside [0, 1]")
+    inside = (jac >= edges[0]) & (jac <= edges[-1])
+    jac, cand = jac[inside], cand[inside]
+    # the first bucket whose upper edge exceeds J (the last bucket is closed at its upper edge)
+    bucket = np.minimum(np.searchsorted(np.asarray(edges[1:], dtype=np.float64), jac, side="right"), n_buckets - 1)
+    # P(J) from the scalar definition, once per distinct J; per-bucket sums run in pair order (bincount adds its
+    # weights one by one), so the values are those of summing pair by pair
+    values, where = np.unique(jac, return_inverse=True)
+    prob = np.array([candidate_probability(float(v), b, r) for v in values], dtype=np.float64)[where]
+    pairs = np.bincount(bucket, minlength=n_buckets).tolist()
+    cands = np.bincount(bucket[cand], minlength=n_buckets).tolist()
+    theo = np.bincount(bucket, weights=prob, minlength=n_buckets).tolist() if len(jac) else [0.0] * n_buckets
     out = []
     for k in range(n_buckets):
         rate = rate_of(cands[k], pairs[k], if_zero=State.NO_REFERENCE, reason="no pairs in this Jaccard bucket")

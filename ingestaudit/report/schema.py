@@ -11,11 +11,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 READABLE_MAJORS = ("1", "2")  # version-1 reports are read and migrated (parser -> pipeline, doc_id -> item)
 ALL_CLASSES = "__all__"
+MAX_FAILURES_LISTED = 1000
+"""``report.json["failures"]`` lists at most this many failures (canonical order; ``failures_total`` counts them
+all); ``failure_groups`` groups every one by cause, and each item's rows stay in the measurement store."""
+MAX_GROUP_EXAMPLES = 5
+"""Failures kept as examples of each failure group."""
+ITEM_HASH_DIGITS = 16
+"""Hex digits kept of each item's content SHA-256 in ``corpus.item_hashes`` (64 bits: an edited document collides
+with its old self with probability 2^-64; 50,000 items take about 2 MB of report.json instead of 4.4 MB)."""
 
 
 class _Model(BaseModel):
@@ -32,7 +40,8 @@ class CorpusInfo(_Model):
     fingerprint: str
     documents: dict[str, int]  # class -> document count
     questions: int = 0  # labelled questions read from questions.jsonl
-    item_hashes: dict[str, str] = {}  # item id -> SHA-256 of its content (document + truth files, or question)
+    item_hashes: dict[str, str] = {}  # item id -> SHA-256 of its content (document + truth files, or question): the
+    # first `ITEM_HASH_DIGITS` hex digits since schema 2.1, all 64 before (readers compare the common prefix)
 
 
 class StageInfo(_Model):
@@ -51,6 +60,7 @@ class PipelineInfo(_Model):
     name: str
     kind: str
     stages: dict[str, StageInfo]
+    documents_with_warnings: int = 0  # documents whose parse raised warnings (`Report.parse_warnings` lists them)
 
 
 class MeasurementRow(_Model):
@@ -124,20 +134,68 @@ class PairedTest(_Model):
     diff: float | None = None  # headline difference b - a on the paired items (micro or mean)
     diff_low: float | None = None  # its paired bootstrap interval
     diff_high: float | None = None
+    better: str | None = None  # the pipeline significantly better (Holm; the test's side and diff agree), "" if none
+    # (None: a report written before this field, whose renderers fall back on the sign of diff)
 
 
 class Failure(_Model):
     """A failed item and stage, once, with its message (``item`` is ``""`` for a whole stage, ``pipeline`` ``""``
-    for a problem of the corpus or its labels)."""
+    for a problem of the corpus or its labels). The same failure of one item in several pipelines (the sweep
+    variants of one parser, two parsers failing on a missing file) is one failure: ``pipeline`` is the first of
+    them in report order and ``pipelines`` lists them all (empty when there is one)."""
 
     item: str
     pipeline: str
     stage: str
     message: str
+    pipelines: list[str] = []
+
+
+class FailureGroup(_Model):
+    """Failures that share a cause (the message with what varies per item blanked out,
+    `ingestaudit.report.tables.failure_cause`): ``count`` item x pipeline pairs (failures without an item count
+    once each), the stages and pipelines they hit, and the first `MAX_GROUP_EXAMPLES` failures in canonical order.
+    Each item's rows stay queryable in the measurement store (state ``error``, the message in ``detail.reason``)."""
+
+    cause: str
+    count: int
+    stages: list[str]
+    pipelines: list[str]
+    examples: list[Failure]
+
+
+class StoreRef(_Model):
+    """Where the measurement rows are (schema 2.1): ``file`` beside report.json, its SHA-256 and its row count."""
+
+    file: str
+    sha256: str
+    rows: int
+
+
+class ParseWarning(_Model):
+    """The warnings a pipeline's parser raised on one document that it did parse (MuPDF's own messages on a damaged
+    PDF, a precomputed output's ``warnings``...), in the order raised: at most ``MAX_PARSE_WARNINGS`` messages
+    (each at most ``MAX_WARNING_CHARS`` characters); ``count`` is how many there were in all."""
+
+    item: str
+    pipeline: str
+    count: int
+    messages: list[str]
+
+
+MAX_PARSE_WARNINGS = 20
+MAX_WARNING_CHARS = 500
 
 
 class Report(_Model):
-    """The whole report. ``measurements`` and ``summary`` are sorted, so the same run gives the same bytes."""
+    """The whole report. ``summary`` and the rows are sorted, so the same run gives the same bytes.
+
+    ``measurements`` names the measurement store (`StoreRef`, schema 2.1: the rows are in ``measurements.parquet``
+    beside report.json) or, in reports of schema 1.x and 2.0 and reports built in memory, holds the rows. Read the
+    rows with `ingestaudit.report.rows.measurement_rows`, which handles both. ``failures`` lists the first
+    `MAX_FAILURES_LISTED` failures (``failures_total`` counts every one, None in older reports: the list is
+    complete) and ``failure_groups`` groups them all by cause (empty in older reports).
+    """
 
     schema_version: str = SCHEMA_VERSION
     tool: ToolInfo
@@ -145,13 +203,19 @@ class Report(_Model):
     config: dict[str, Any]
     environment: dict[str, Any]
     pipelines: list[PipelineInfo]
-    measurements: list[MeasurementRow]
+    measurements: StoreRef | list[MeasurementRow]
     summary: list[SummaryRow]
     failures: list[Failure]
+    failures_total: int | None = None
+    failure_groups: list[FailureGroup] = []
     details: list[StageDetail] = []
     paired_tests: list[PairedTest] = []
-    measurements_store: dict[str, str] | None = None  # {"file": "measurements.parquet", "sha256": ...}
+    parse_warnings: list[ParseWarning] = []  # sorted by item, then pipeline in report order
+    measurements_store: dict[str, str] | None = Field(default=None, exclude=True)  # read from 2.0 reports of the
+    # development tree (rows inline and the store named beside them); never written
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _store_path: Path | None = PrivateAttr(default=None)  # where `measurements` (a StoreRef) is on disk
+    _store_owned: bool = PrivateAttr(default=False)  # the store is the run's private file (it may be moved)
 
     def model_post_init(self, __context: Any) -> None:
         """Give every summary row without one its definition fingerprint (rows of older reports, rows built by
@@ -163,6 +227,25 @@ class Report(_Model):
                 if key not in cache:
                     cache[key] = definition_fingerprint(row.metric, row.stage, self.config)
                 row.definition = cache[key]
+
+    @property
+    def store_path(self) -> Path | None:
+        """The measurement store's file when ``measurements`` is a `StoreRef` (beside the report.json it was read
+        from, or the run's own store), else None (the rows are inline)."""
+        return self._store_path
+
+    @store_path.setter
+    def store_path(self, value: Path | None) -> None:
+        self._store_path = value
+
+    @property
+    def store_owned(self) -> bool:
+        """Whether the store at `store_path` is the run's own private file, which writing the report may move."""
+        return self._store_owned
+
+    @store_owned.setter
+    def store_owned(self, value: bool) -> None:
+        self._store_owned = value
 
     @property
     def timings(self) -> dict[str, Any]:
@@ -183,11 +266,31 @@ RUN_SETTINGS_BY_STAGE = {"chunking": ("min_span_coverage",), "retrieval": ("min_
 """Run-level settings (``config["run"]``) that change a stage's numbers and so belong to its definition."""
 
 
+NOT_DEFINITION_OPTIONS = {"boilerplate": ("cleaner_versions",), "tables": ("budget",),
+                          "dedup": ("s_curve_sample_pairs",)}
+"""Auditor options recorded in the report that never change what a measured value means, so they stay out of the
+definition fingerprint: the library versions of the stage under audit (upgrading trafilatura is what the gate must
+gate, not hide as "not comparable") and run-time budgets (a table pair over ``max_nodes`` or ``time_s`` becomes
+``skipped``, which the gate lists as no longer measured; a measured pair's value is the same), and settings of a
+detail only (the dedup S-curve's sample size). Any option whose name ends in ``_versions`` or ``_version`` is left
+out too."""
+
+
+def definition_options(stage: str, options: Any) -> Any:
+    """A stage's auditor options without the ones that never change a value (`NOT_DEFINITION_OPTIONS`)."""
+    if not isinstance(options, dict):
+        return options
+    drop = set(NOT_DEFINITION_OPTIONS.get(stage, ()))
+    return {k: v for k, v in options.items()
+            if k not in drop and not str(k).endswith(("_versions", "_version"))}
+
+
 def definition_inputs(metric: str, stage: str, config: dict[str, Any]) -> dict[str, Any]:
     """What a metric's value means: its declaration (name, direction, range, unit, ideal; the description's wording
     is left out), the options its stage ran with (``config["auditors"][stage]``: normalisation profile, matching
-    policy, k...) and the run settings of `RUN_SETTINGS_BY_STAGE`. Two rows whose inputs differ measure different
-    things and are never gated against each other. A metric the registry does not know contributes its name only."""
+    policy, k...; without `NOT_DEFINITION_OPTIONS`) and the run settings of `RUN_SETTINGS_BY_STAGE`. Two rows whose
+    inputs differ measure different things and are never gated against each other. A metric the registry does not
+    know contributes its name only."""
     from ingestaudit.metrics import specs
 
     try:
@@ -198,7 +301,7 @@ def definition_inputs(metric: str, stage: str, config: dict[str, Any]) -> dict[s
         declared = {"name": metric}
     run = config.get("run") if isinstance(config.get("run"), dict) else {}
     auditors = config.get("auditors") if isinstance(config.get("auditors"), dict) else {}
-    return {"metric": declared, "options": auditors.get(stage, {}),
+    return {"metric": declared, "options": definition_options(stage, auditors.get(stage, {})),
             "run": {k: run.get(k) for k in RUN_SETTINGS_BY_STAGE.get(stage, ())}}
 
 
@@ -258,7 +361,13 @@ def read_report(path: Path) -> Report:
     if version.split(".")[0] == "1":
         raw = _migrate_v1(raw)
     try:
-        return Report.model_validate(raw)
+        report = Report.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ReportError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if isinstance(report.measurements, StoreRef):
+        name = report.measurements.file
+        if not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise ReportError(f"{path}: measurements.file: {name!r} is not a file name beside the report")
+        report.store_path = path.parent / name
+    return report

@@ -10,9 +10,10 @@ Pipeline for a corpus of ``(key, text)`` documents, every step a named option of
    refuses ``threshold=1.0``, so exact duplicates are found by hash, not by LSH);
 4. **shingle** the normalized text into character k-grams or word n-grams (`shingle_set`), hash each shingle
    into a MinHash of ``num_perm`` values (`ingestaudit.stages.minhash`, identical to datasketch's ``update``);
-5. **candidates**: one representative per exact group goes into ``datasketch.MinHashLSH(threshold, num_perm,
-   weights)``; every representative is queried, and each pair it returns is a candidate pair. The index's
-   bands ``b`` and rows ``r`` are recorded;
+5. **candidates**: one representative per exact group is banded as ``datasketch.MinHashLSH(threshold, num_perm,
+   weights)`` bands it (its ``b`` bands of ``r`` rows, recorded); a pair of representatives that agree on a whole
+   band is a candidate pair, exactly the pairs that inserting every representative and querying each returns
+   (`ingestaudit.stages.lsh_bands`, tested against MinHashLSH);
 6. optional **verification**: a candidate pair is kept only if the exact Jaccard of its shingle sets is ``>=
    threshold``;
 7. **clusters**: connected components (``scipy.sparse.csgraph.connected_components``) of the graph whose edges are
@@ -259,12 +260,133 @@ def _check_docs(docs: Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[li
     return keys, texts
 
 
+@dataclass(frozen=True, slots=True)
+class DocSketch:
+    """What the detector needs of one document, computed where the document is (a worker of the run): memory per
+    document is one signature per ``num_perm``, never the text.
+
+    Attributes:
+        n_chars: code points after normalization. n_shingles: distinct shingles.
+        blank: the normalized text is empty or white space only.
+        digest: SHA-256 of the normalized text (UTF-8, ``surrogatepass``): exact duplicates share it.
+        signatures: ``num_perm -> MinHash signature`` (`ingestaudit.stages.minhash.signature_matrix` row), for a
+            document that may enter LSH (not blank, at least ``min_shingles`` shingles); empty otherwise.
+    """
+
+    n_chars: int
+    n_shingles: int
+    blank: bool
+    digest: bytes
+    signatures: Mapping[int, np.ndarray]
+
+
+def sketch(text: str, config: DedupConfig, num_perms: Sequence[int] | None = None) -> tuple[DocSketch, np.ndarray]:
+    """The `DocSketch` of one raw text under ``config`` (signatures for each of ``num_perms``, default the
+    config's), and the sorted distinct 64-bit hashes of its shingles (the first 8 bytes of each shingle's SHA-1,
+    little-endian, as datasketch's ``sha1_hash64``), from which exact Jaccard similarities are computed
+    (`sorted_jaccard`) without keeping shingle sets or texts."""
+    from ingestaudit.stages.minhash import sha1_prefix64, signature_of_hashes
+
+    norm = normalize(text, config)
+    shingles = _shingles(norm, config.shingling, config.k)
+    blank = not norm.strip()
+    perms = tuple(dict.fromkeys(num_perms or (config.num_perm,)))
+    h64 = sha1_prefix64(list(shingles))  # one SHA-1 per shingle: the signatures and the Jaccard hashes
+    sigs: dict[int, np.ndarray] = {}
+    if not blank and len(shingles) >= config.min_shingles:
+        sigs = {p: signature_of_hashes(h64, num_perm=p, seed=config.seed, scheme=config.scheme) for p in perms}
+    hashes = np.unique(h64)
+    digest = hashlib.sha256(norm.encode("utf-8", "surrogatepass")).digest()
+    return DocSketch(len(norm), len(shingles), blank, digest, sigs), hashes
+
+
+class SketchColumns:
+    """Many documents' sketches as columns: ``n_chars``, ``n_shingles``, ``blank`` and ``digests`` (one entry per
+    document) and ``signatures`` (``num_perm -> (n, num_perm)`` matrix; rows of documents without signatures are
+    zeros and never read). `prepare_sketches` reads these; `SketchTable` builds them without one Python object per
+    document."""
+
+    def __init__(self, n_chars: Sequence[int], n_shingles: Sequence[int], blank: Sequence[bool],
+                 digests: Sequence[bytes], signatures: Mapping[int, np.ndarray]) -> None:
+        self.n_chars, self.n_shingles, self.blank, self.digests = n_chars, n_shingles, blank, digests
+        self.signatures = signatures
+
+    def __len__(self) -> int:
+        return len(self.n_chars)
+
+    @classmethod
+    def of(cls, sketches: Sequence[DocSketch], num_perms: Sequence[int], config: DedupConfig) -> SketchColumns:
+        """The columns of a list of `DocSketch`es (every eligible one carrying each of ``num_perms``)."""
+        sigs = {}
+        for p in num_perms:
+            width = np.asarray(minhash_template(p, config.seed, config.scheme).hashvalues).dtype
+            mat = np.zeros((len(sketches), p), dtype=width)
+            for i, sk in enumerate(sketches):
+                if sk.signatures:
+                    mat[i] = sk.signatures[p]
+            sigs[p] = mat
+        return cls([sk.n_chars for sk in sketches], [sk.n_shingles for sk in sketches],
+                   [sk.blank for sk in sketches], [sk.digest for sk in sketches], sigs)
+
+
+class SketchTable:
+    """An append-only table of sketches (`add`), about ``41 + 4 x num_perm`` bytes per document for 32-bit
+    signatures (no Python object per document), read back as `SketchColumns` of chosen rows (`columns`)."""
+
+    def __init__(self, num_perms: Sequence[int], config: DedupConfig) -> None:
+        from array import array
+
+        self.num_perms = tuple(num_perms)
+        self.widths = {p: np.asarray(minhash_template(p, config.seed, config.scheme).hashvalues).dtype
+                       for p in self.num_perms}
+        self._n_chars, self._n_shingles = array("q"), array("q")
+        self._blank = bytearray()
+        self._digests = bytearray()
+        self._sigs = {p: bytearray() for p in self.num_perms}
+        self.n = 0
+
+    def add(self, sk: DocSketch) -> int:
+        """Append one sketch; returns its row."""
+        self._n_chars.append(sk.n_chars)
+        self._n_shingles.append(sk.n_shingles)
+        self._blank.append(1 if sk.blank else 0)
+        self._digests += sk.digest
+        for p in self.num_perms:
+            w = self.widths[p]
+            if sk.signatures:
+                self._sigs[p] += np.ascontiguousarray(sk.signatures[p], dtype=w).tobytes()
+            else:
+                self._sigs[p] += bytes(p * w.itemsize)
+        self.n += 1
+        return self.n - 1
+
+    def columns(self, rows: Sequence[int]) -> SketchColumns:
+        """The sketches of ``rows`` (in that order) as `SketchColumns`."""
+        idx = np.asarray(rows, dtype=np.int64)
+        nc = np.frombuffer(self._n_chars, dtype=np.int64)[idx].tolist() if len(idx) else []
+        ns = np.frombuffer(self._n_shingles, dtype=np.int64)[idx].tolist() if len(idx) else []
+        blank = [bool(self._blank[i]) for i in idx.tolist()]
+        digests = [bytes(self._digests[32 * i:32 * i + 32]) for i in idx.tolist()]
+        sigs = {p: np.frombuffer(self._sigs[p], dtype=self.widths[p]).reshape(self.n, p)[idx] for p in self.num_perms}
+        return SketchColumns(nc, ns, blank, digests, sigs)
+
+
+def sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Exact Jaccard ``|A∩B| / |A∪B|`` of two sets given as sorted distinct arrays (`sketch`'s shingle hashes);
+    None when both are empty (as `ingestaudit.metrics.jaccard.exact_jaccard`). Equal to the Jaccard of the shingle
+    sets unless two distinct shingles of the pair share a 64-bit hash (probability about n²/2^65 for n shingles)."""
+    if not len(a) and not len(b):
+        return None
+    inter = int(np.intersect1d(a, b, assume_unique=True).size)
+    return inter / (len(a) + len(b) - inter)
+
+
 @dataclass
 class _Prepared:
     """Everything that does not depend on the threshold (shared by the cells of a sweep)."""
 
     keys: list[str]
-    normalized: list[str]
+    normalized: list[str] | None  # None when prepared from sketches (no texts kept)
     n_shingles: list[int]
     excluded: list[ExcludedDocument]
     excluded_idx: set[int]
@@ -305,59 +427,87 @@ def _prepare(docs: Mapping[str, str] | Iterable[tuple[str, str]], config: DedupC
             results = list(pool.map(_chunk_signatures, *zip(*args)))
     else:
         results = [_chunk_signatures(*a) for a in args]
-    n_shingles: list[int] = []
-    eligible_all: list[int] = []
-    for lo, (counts, eligible, _) in zip(range(0, n, _CHUNK_DOCS), results):
-        n_shingles.extend(counts)
-        eligible_all.extend(lo + i for i in eligible)
+    sketches: list[DocSketch] = []
+    for lo, (counts, eligible, mats) in zip(range(0, n, _CHUNK_DOCS), results):
+        rows = {i: r for r, i in enumerate(eligible)}
+        for i, c in enumerate(counts):
+            t = norm[lo + i]
+            sigs = {p: m[rows[i]] for p, m in zip(num_perms, mats)} if i in rows else {}
+            sketches.append(DocSketch(len(t), c, not t.strip(),
+                                      hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest(), sigs))
+    prep = prepare_sketches(keys, sketches, config, num_perms)
+    prep.normalized = norm
+    return prep
+
+
+def prepare_sketches(keys: Sequence[str], sketches: Sequence[DocSketch] | SketchColumns, config: DedupConfig,
+                     num_perms: Sequence[int] | None = None) -> _Prepared:
+    """Steps 2, 3 and the signatures of step 4 (module docstring) from per-document sketches (`sketch`, as a list
+    or as `SketchColumns`), for each of ``num_perms`` (default: the config's; every eligible sketch must carry
+    them).
+
+    Raises:
+        DuplicateKeyError: a key appears twice.
+        KeyError: a sketch lacks a signature for one of ``num_perms``.
+    """
+    keys = list(keys)
+    if len(set(keys)) != len(keys):
+        _check_docs([(k, "") for k in keys])
+    perms = tuple(dict.fromkeys(num_perms or (config.num_perm,)))
+    cols = sketches if isinstance(sketches, SketchColumns) else SketchColumns.of(sketches, perms, config)
+    schemes = tuple(scheme_of(minhash_template(p, config.seed, config.scheme)) for p in perms)
     excluded: list[ExcludedDocument] = []
     excluded_idx: set[int] = set()
     short: set[int] = set()
-    for i, (t, c) in enumerate(zip(norm, n_shingles)):
-        if not t.strip():
-            excluded.append(ExcludedDocument(keys[i], "empty", len(t), c))
+    for i in range(len(keys)):
+        if cols.blank[i]:
+            excluded.append(ExcludedDocument(keys[i], "empty", cols.n_chars[i], cols.n_shingles[i]))
             excluded_idx.add(i)
-        elif c < config.min_shingles:
-            excluded.append(ExcludedDocument(keys[i], "too_short", len(t), c))
+        elif cols.n_shingles[i] < config.min_shingles:
+            excluded.append(ExcludedDocument(keys[i], "too_short", cols.n_chars[i], cols.n_shingles[i]))
             short.add(i)
             if config.short_docs == "exclude":
                 excluded_idx.add(i)
     by_hash: dict[bytes, list[int]] = {}
-    for i, t in enumerate(norm):
+    for i in range(len(keys)):
         if i not in excluded_idx:
-            by_hash.setdefault(hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest(), []).append(i)
+            by_hash.setdefault(cols.digests[i], []).append(i)
     exact_groups = [g for g in by_hash.values() if len(g) >= 2]
     reps = sorted(g[0] for g in by_hash.values() if g[0] not in short)
-    # reps are a sorted subset of the sorted eligible indices
-    pick = np.searchsorted(np.array(eligible_all, dtype=np.int64), np.array(reps, dtype=np.int64))
     signatures = {}
-    for k, (p, sch) in enumerate(zip(num_perms, schemes)):
-        parts = [r[2][k] for r in results]
-        rows = np.concatenate(parts) if parts else np.zeros((0, p), dtype=np.uint64)
-        signatures[p] = (rows[pick], sch)
-    return _Prepared(keys, norm, n_shingles, excluded, excluded_idx, exact_groups, reps, signatures)
+    for p, sch in zip(perms, schemes):
+        signatures[p] = (cols.signatures[p][np.asarray(reps, dtype=np.int64)], sch)
+    return _Prepared(keys, None, list(cols.n_shingles), excluded, excluded_idx, exact_groups, reps, signatures)
 
 
-def _cluster(prep: _Prepared, config: DedupConfig) -> DedupResult:
+def _cluster(prep: _Prepared, config: DedupConfig,
+             jaccard: Callable[[int, int], float | None] | None = None) -> DedupResult:
+    """Steps 5-7 (module docstring) on a prepared corpus; ``jaccard(i, j)`` gives the exact Jaccard of documents
+    ``i`` and ``j`` for ``verify`` (default: from the normalized texts, which a sketch-prepared corpus lacks)."""
     import datasketch
     from datasketch import MinHashLSH
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
+    from ingestaudit.stages.lsh_bands import band_candidates
+
     signatures, scheme = prep.signatures[config.num_perm]
-    lsh = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm, weights=config.weights)
-    minhashes = minhashes_from_signatures(signatures, seed=config.seed, scheme=scheme)
-    for i, m in zip(prep.reps, minhashes):
-        lsh.insert(i, m, check_duplication=False)  # keys are unique: checked in _check_docs
-    pairs = sorted({(i, j) for i, m in zip(prep.reps, minhashes) for j in lsh.query(m) if j > i})
+    lsh = MinHashLSH(threshold=config.threshold, num_perm=config.num_perm, weights=config.weights)  # its (b, r)
+    reps = np.asarray(prep.reps, dtype=np.int64)
+    found = band_candidates(signatures, lsh.b, lsh.r)  # the pairs MinHashLSH.query returns, as row pairs
+    pairs = [(int(reps[a]), int(reps[b])) for a, b in found]
+    if jaccard is None and config.verify:
+        assert prep.normalized is not None, "verify needs the texts or a jaccard function"
+        norm = prep.normalized
+
+        def jaccard(i: int, j: int) -> float | None:
+            return exact_jaccard(_cached_shingles(norm[i], config.shingling, config.k),
+                                 _cached_shingles(norm[j], config.shingling, config.k))
     candidates = []
     src: list[int] = []
     dst: list[int] = []
     for i, j in pairs:
-        jac = None
-        if config.verify:
-            jac = exact_jaccard(_cached_shingles(prep.normalized[i], config.shingling, config.k),
-                                _cached_shingles(prep.normalized[j], config.shingling, config.k))
+        jac = jaccard(i, j) if config.verify else None  # type: ignore[misc]
         ok = (not config.verify) or (jac is not None and jac >= config.threshold)
         candidates.append(CandidatePair(prep.keys[i], prep.keys[j], jac, ok))
         if ok:
@@ -393,8 +543,26 @@ def _cluster(prep: _Prepared, config: DedupConfig) -> DedupResult:
         n_shingles=MappingProxyType(dict(zip(prep.keys, prep.n_shingles))),
         scheme=scheme,
         datasketch_version=getattr(datasketch, "__version__", "unknown"),
-        normalized_text=MappingProxyType(dict(zip(prep.keys, prep.normalized))),
+        normalized_text=MappingProxyType(dict(zip(prep.keys, prep.normalized)) if prep.normalized is not None
+                                         else {}),
     )
+
+
+def deduplicate_sketches(keys: Sequence[str], sketches: Sequence[DocSketch] | SketchColumns, config: DedupConfig,
+                         num_perms: Sequence[int] | None = None, thresholds: Sequence[float] | None = None, *,
+                         jaccard: Callable[[int, int], float | None] | None = None
+                         ) -> dict[tuple[int, float], DedupResult]:
+    """`deduplicate_grid` from per-document sketches (`sketch`, computed where the documents are): the same
+    results as the text path for the same documents, without their texts (``DedupResult.normalized_text`` is
+    empty). ``jaccard(i, j)``: exact Jaccard of documents ``i`` and ``j`` (by position), needed with ``verify``.
+    Default grid: the config's own ``num_perm`` and ``threshold``."""
+    from dataclasses import replace
+
+    perms = tuple(dict.fromkeys(num_perms or (config.num_perm,)))
+    ths = tuple(thresholds or (config.threshold,))
+    cells = {(p, t): replace(config, num_perm=p, threshold=t) for p in perms for t in ths}
+    prep = prepare_sketches(keys, sketches, config, perms)
+    return {cell: _cluster(prep, cfg, jaccard) for cell, cfg in cells.items()}
 
 
 def deduplicate(docs: Mapping[str, str] | Iterable[tuple[str, str]],

@@ -258,3 +258,59 @@ def fast_minhashes(shingle_sets: Sequence[Collection[Hashable]], *, num_perm: in
     sig = signature_matrix(shingle_sets, num_perm=num_perm, seed=seed, scheme=scheme, hashfunc=hashfunc,
                            block_rows=block_rows)
     return minhashes_from_signatures(sig, seed=seed, scheme=scheme_of(template), lean=lean, hashfunc=hashfunc)
+
+
+_TEMPLATES: dict[tuple[int, int, str | None], Any] = {}  # per process: (num_perm, seed, scheme) -> checked template
+
+
+def signature_rows(shingle_sets: Sequence[Collection[Hashable]], *, num_perm: int = 128, seed: int = 1,
+                   scheme: str | None = None) -> np.ndarray:
+    """`signature_matrix` with datasketch's default hash function, for a few documents at a time (one per task
+    of a run): the template is built, and checked against datasketch's own ``update_batch`` on a probe set, once
+    per process and setting instead of once per call. Same values as `signature_matrix`."""
+    key = (num_perm, seed, scheme)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        template = minhash_template(num_perm, seed, scheme)
+        probe = [f"probe shingle {i}".encode() for i in range(8)]
+        _probe_check([probe], template, None)
+        _TEMPLATES[key] = template
+    return _signatures(shingle_sets, template, None, 1024)
+
+
+def sha1_prefix64(shingles: Sequence[bytes]) -> np.ndarray:
+    """The first 8 bytes of each shingle's SHA-1 as a little-endian uint64: datasketch's ``sha1_hash64``; its low
+    32 bits are ``sha1_hash32``. One digest per shingle serves the signatures of every scheme and the exact-Jaccard
+    hashes."""
+    n = len(shingles)
+    if not n:
+        return np.zeros(0, dtype=np.uint64)
+    sha1 = hashlib.sha1
+    raw = np.frombuffer(b"".join([sha1(s).digest() for s in shingles]), dtype=np.uint8).reshape(n, 20)
+    return np.ascontiguousarray(raw[:, :8]).view("<u8").ravel()
+
+
+def signature_of_hashes(h64: np.ndarray, *, num_perm: int = 128, seed: int = 1, scheme: str | None = None,
+                        block_rows: int = 1024) -> np.ndarray:
+    """The MinHash signature of one shingle set from its `sha1_prefix64` hashes (datasketch's default hash
+    function): the same values as `signature_matrix` of the set (checked once per process and setting against
+    datasketch's own ``update_batch``, as `signature_rows`). An empty set gets the empty state."""
+    key = (num_perm, seed, scheme)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        signature_rows([[b"probe"]], num_perm=num_perm, seed=seed, scheme=scheme)  # builds and checks it
+        template = _TEMPLATES[key]
+    sch = scheme_of(template)
+    a, b = (np.asarray(x) for x in template.permutations)
+    empty = np.asarray(template.hashvalues)
+    if not len(h64):
+        return empty.copy()
+    if sch == "affine32":
+        h = _fmix32((h64 & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    elif sch == "affine64":
+        h = _fmix64(h64.astype(np.uint64))
+    else:  # legacy: sha1_hash32 values in uint64 arithmetic
+        h = (h64 & np.uint64(0xFFFFFFFF)).astype(np.uint64)
+    start = np.zeros(1, dtype=np.int64)
+    mins = [_permute_min(h[i:i + block_rows], start, a, b, sch)[0] for i in range(0, len(h), block_rows)]
+    return np.minimum.reduce(mins).astype(empty.dtype) if len(mins) > 1 else mins[0].astype(empty.dtype)

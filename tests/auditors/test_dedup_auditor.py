@@ -21,7 +21,9 @@ The acceptance example, worked by hand. Gold groups {a,b,c}, {d,e}, {f}; predict
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import unicodedata
 from importlib.metadata import EntryPoint
 from itertools import combinations
@@ -52,6 +54,7 @@ from ingestaudit.metrics.lsh import candidate_rate_by_bucket
 from ingestaudit.model import ParsedDocument
 from ingestaudit.stages.dedup import DedupConfig, deduplicate
 from ingestaudit.truth import Truth
+from _rows import load_report, measurements
 
 T1 = ("The quarterly fund report lists the management fee of the growth fund at one point two percent, charged "
       "monthly on the average net assets, with a performance fee of ten percent above the benchmark index and a "
@@ -89,9 +92,14 @@ def run_cli(args: list[str]) -> dict:
     result = CliRunner().invoke(app, ["run", *args])
     assert result.exit_code == 0, result.output
     out = Path(args[args.index("--out") + 1])
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    report = load_report(out)
     report["_md"] = (out / "report.md").read_text(encoding="utf-8")
     return report
+
+
+def unescape_md(md: str) -> str:
+    """Markdown with its backslash escapes and HTML entities removed (``no\\_prediction`` -> ``no_prediction``)."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", md))
 
 
 def corpus_rows(report: dict, parser: str, cls: str = "__all__") -> dict[tuple[str, str], dict]:
@@ -161,9 +169,9 @@ def test_hand_example_rates_in_the_report(hand_report):
     assert rows["dedup.wrongly_removed_docs", ""]["micro"] == 2 / 6
     assert (c["removed"], c["wrongly_removed"], c["gold_removable"]) == (3, 2, 3)
     assert all(r["n_docs"] == 6 for r in rows.values())
-    md = hand_report["_md"]
-    assert "| dedup.false_merge_rate ↓ | 0.5000<br>corpus of 6 docs |" in md
-    assert "| dedup.missed_merge_rate ↓ | 0.5000<br>corpus of 6 docs |" in md
+    md = unescape_md(hand_report["_md"])
+    assert re.search(r"\| dedup\.false_merge_rate ↓ \| 0\.50*<br>corpus of 6 docs \|", md)
+    assert re.search(r"\| dedup\.missed_merge_rate ↓ \| 0\.50*<br>corpus of 6 docs \|", md)
 
 
 def test_hand_example_per_class(hand_report):
@@ -201,7 +209,7 @@ def test_hand_example_records_lsh_bands_and_rows(hand_report):
 
 
 def test_hand_example_document_rows(hand_report):
-    rows = {m["item"]: m for m in hand_report["measurements"] if m["metric"] == "dedup.excluded"}
+    rows = {m["item"]: m for m in measurements(hand_report) if m["metric"] == "dedup.excluded"}
     assert sorted(rows) == sorted(HAND_TEXTS)
     assert all(r["state"] == "ok" and r["value"] == 0 and r["denominator"] == 1 for r in rows.values())
     e = rows["y/e"]["detail"]
@@ -226,13 +234,14 @@ def test_ten_empty_documents_merge_nothing_and_are_listed(tmp_path):
     rows = corpus_rows(report, "reference")
     assert rows["dedup.largest_cluster", ""]["micro"] == 1
     fm = rows["dedup.false_merge_rate", ""]
-    assert fm["micro"] is None and fm["states"]["no_prediction"] == 1  # merged nothing: undefined, never 0
-    assert rows["dedup.missed_merge_rate", ""]["states"]["no_reference"] == 1  # no labels
+    # merged nothing: undefined, never 0; the states count the 10 documents behind the undefined value
+    assert fm["micro"] is None and fm["n_docs"] == 10 and fm["states"]["no_prediction"] == 10
+    assert rows["dedup.missed_merge_rate", ""]["states"]["no_reference"] == 10  # no labels
     assert rows["dedup.removed_docs", ""]["micro"] == 0
-    per_doc = [m for m in report["measurements"] if m["metric"] == "dedup.excluded"]
+    per_doc = [m for m in measurements(report) if m["metric"] == "dedup.excluded"]
     assert len(per_doc) == 10 and all(m["value"] == 1 and m["detail"]["excluded"]["reason"] == "empty"
                                       for m in per_doc)
-    assert "| dedup.excluded ↓ | 1.0000 (1.0000)<br>[" in report["_md"]
+    assert re.search(r"\| dedup\.excluded ↓ \| 1(\.0+)? \(1(\.0+)?\)<br>\[", unescape_md(report["_md"]))
 
 
 # --- precomputed clusters --------------------------------------------------------------------------------------------
@@ -254,7 +263,7 @@ def test_precomputed_dup_cluster_is_audited_instead_of_minhash(tmp_path):
     assert rows["dedup.false_merge_rate", ""]["micro"] == 0.5 and rows["dedup.missed_merge_rate", ""]["micro"] == 0.5
     assert rows["dedup.ari", ""]["micro"] == pytest.approx(7 / 22)
     assert "lsh" not in det and "excluded" not in det
-    excl = [m for m in report["measurements"] if m["metric"] == "dedup.excluded"]
+    excl = [m for m in measurements(report) if m["metric"] == "dedup.excluded"]
     assert {m["state"] for m in excl} == {"no_prediction"}  # a precomputed output says nothing about exclusions
 
     # the same outputs with use_precomputed = false: MinHash runs on the texts and merges nothing
@@ -262,21 +271,74 @@ def test_precomputed_dup_cluster_is_audited_instead_of_minhash(tmp_path):
     report = run_cli([str(root), "--outputs", str(tmp_path / "outputs"), "--out", str(tmp_path / "out2")])
     rows = corpus_rows(report, "mypipe")
     assert details(report, "mypipe")["detector"]["kind"] == "minhash"
-    assert rows["dedup.false_merge_rate", ""]["states"]["no_prediction"] == 1
+    assert rows["dedup.false_merge_rate", ""]["states"]["no_prediction"] == 6
     assert rows["dedup.missed_merge_rate", ""]["micro"] == 1.0  # 4 of 4 gold pairs missed
 
 
-def test_documents_without_output_are_never_merged():
+def test_documents_without_output_are_never_merged_nor_missed():
     items = [item("x/a", T1, "g"), item("x/b", None, "g", state=State.ERROR, reason="parser crashed"),
              item("x/c", T1, "g")]
     result = DedupAuditor().audit_corpus(items)
     rows = by_metric(result)
-    # gold pairs ab, ac, bc; a and c are exact duplicates (merged by hash); b has no text: 1 of 3 pairs found
-    assert (rows["dedup.missed_merge_rate", ""].numerator, rows["dedup.missed_merge_rate", ""].denominator) == (2, 3)
+    # b has no output: it is left out, so the gold pairs are ac only (not ab, bc); a and c are exact duplicates
+    # (merged by hash): 0 of 1 missed. Counting b would give 2 of 3 missed, merges no parser could make.
+    mm = rows["dedup.missed_merge_rate", ""]
+    assert (mm.value, mm.numerator, mm.denominator) == (0.0, 0, 1)
+    assert {n for c, _, n in result.corpus_scores} == {2}  # n = the two documents with output
+    assert result.unreached == {"x": {"error": 1}, "__all__": {"error": 1}}
+    assert result.details["corpus_counts"][0]["unreached"] == {"error": 1}
     doc = dict(result.doc_scores)
     assert doc["x/b"].state is State.ERROR and doc["x/b"].detail["reason"] == "parser crashed"
     assert result.details["no_output"]["documents"] == [{"doc_id": "x/b", "state": "error",
                                                          "reason": "parser crashed"}]
+
+
+def test_a_class_without_any_output_has_no_ok_dedup_rate(tmp_path):
+    """Issue 15 acceptance: class x (3 documents of one gold group) has no output at all; y (2 identical documents of
+    one group) has. Before the fix x showed missed_merge_rate 1.0 in state ok and __all__ 3/4 (x's 3 gold pairs
+    counted as missed merges). Now: x has no value (no_prediction, n 0, its 3 documents in the states), __all__ counts
+    y's 1 gold pair only, found by the exact-hash step: 0/1 over n = 2, with the 3 documents without output in the
+    states; the terminal shows n=2/5."""
+    texts = {"x/a": T1, "x/b": T1, "x/c": T1, "y/d": T2, "y/e": T2}
+    gold = {"x/a": "fund", "x/b": "fund", "x/c": "fund", "y/d": "law", "y/e": "law"}
+    root = make_corpus(tmp_path / "corpus", texts, gold)
+    for k in ("y/d", "y/e"):  # the pipeline wrote nothing for class x
+        write(tmp_path / "outputs" / "mypipe" / f"{k}.json", json.dumps({"text": texts[k]}))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "outputs"), "--stage", "dedup",
+                                      "--out", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    report = load_report(out)
+    x = corpus_rows(report, "mypipe", "x")
+    assert x and all(r["micro"] is None and r["n_docs"] == 0 for r in x.values())
+    assert {r["states"]["no_prediction"] for r in x.values()} == {3}
+    assert all(r["states"]["ok"] == 0 for r in x.values())
+    assert counts(details(report, "mypipe"), "x") == {"doc_class": "x", "n_docs": 0,
+                                                       "unreached": {"no_prediction": 3}}
+    every = corpus_rows(report, "mypipe")
+    mm = every["dedup.missed_merge_rate", ""]
+    assert (mm["micro"], mm["numerator"], mm["denominator"], mm["n_docs"]) == (0.0, 0, 1, 2)
+    assert (mm["states"]["ok"], mm["states"]["no_prediction"]) == (2, 3)
+    assert every["dedup.removed_docs", ""]["micro"] == 1 / 2  # e dropped (kept d), of the 2 documents with output
+    assert report["config"]["auditors"]["dedup"]["documents"].startswith("with parser output")
+    md = unescape_md((out / "report.md").read_text(encoding="utf-8"))
+    assert re.search(r"\| dedup\.missed_merge_rate ↓ \| 0(\.0+)?<br>corpus of 2 docs; 3 no_prediction \|", md)
+    assert "| dedup.missed_merge_rate ↓ | —<br>corpus of 0 docs; 3 no_prediction |" in md  # class x
+    assert "dedup.pairwise_f1 ↑  1 n=2/5" in result.output
+
+
+def test_no_output_at_all_gives_unreached_rows_for_the_sweep_too():
+    items = [item("x/a", None, "g"), item("x/b", None, "g", state=State.SKIPPED, reason="too big"),
+             item("y/c", None, "h")]
+    result = DedupAuditor(sweep_thresholds="0.5,0.8").audit_corpus(items)
+    states = {(c, s.metric): (s.state, n) for c, s, n in result.corpus_scores}
+    assert states["x", "dedup.missed_merge_rate"] == (State.NO_PREDICTION, 0)  # 1 no_prediction, 1 skipped: tie
+    assert states["__all__", "dedup.sweep_best"] == (State.NO_PREDICTION, 0)
+    assert all(s.value is None for _, s, _ in result.corpus_scores)
+    assert result.unreached["__all__"] == {"no_prediction": 2, "skipped": 1}
+    reason = next(s for c, s, _ in result.corpus_scores if c == "__all__").detail["reason"]
+    assert reason == "no document reached this stage (2 no_prediction, 1 skipped)"
+    assert [s.state for _, s in result.doc_scores] == [State.NO_PREDICTION, State.SKIPPED, State.NO_PREDICTION]
 
 
 @settings(max_examples=25, deadline=None)
@@ -405,14 +467,14 @@ def test_sweep_in_one_run(tmp_path):
         assert cell["false_merge_rate"]["value"] == fm.value and cell["missed_merge_rate"]["value"] == mm.value
         assert rows["dedup.sweep_missed_merge_rate", label]["micro"] == mm.value
         got = rows["dedup.sweep_false_merge_rate", label]
-        assert got["micro"] == fm.value and got["states"][fm.state.value] == 1
+        assert got["micro"] == fm.value and got["states"][fm.state.value] == 6  # the 6 documents behind it
     best = details(report, "reference")["sweep_best"]
     fit = [c for c in sweep["cells"] if c["missed_merge_rate"]["value"] <= 0.5
            and c["false_merge_rate"]["state"] == "ok"]
     assert best["best"]["false_merge_rate"]["value"] == min(c["false_merge_rate"]["value"] for c in fit)
     label = f"missed_merge<=0.5/{best['best']['label']}"
     assert rows["dedup.sweep_best", label]["micro"] == best["best"]["false_merge_rate"]["value"]
-    assert f"dedup.sweep_best[{label}]" in report["_md"]
+    assert f"dedup.sweep_best[{label}]" in unescape_md(report["_md"])
     assert [(x["num_perm"], x["threshold"], x["b"], x["r"]) for x in report["config"]["auditors"]["dedup"]["sweep_lsh"]
             if x["num_perm"] == 128] == [(128, 0.5, 25, 5), (128, 0.8, 9, 13), (128, 0.95, 3, 42)]
 

@@ -21,6 +21,7 @@ from ingestaudit.measurement import State
 from ingestaudit.model import ParsedDocument
 from ingestaudit.stages.language import LanguageDetector, Segment
 from ingestaudit.truth import Truth
+from _rows import load_report, measurements
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo"
 
@@ -272,7 +273,7 @@ def test_cli_with_lingua_and_a_minimum_relative_distance(tmp_path):
     res = CliRunner().invoke(app, ["run", str(root), "--parser", "reference", "--stage", "language", "--out",
                                    str(out), "--workers", "1"])
     assert res.exit_code == 0, res.output
-    report = json.loads((out / "report.json").read_text())
+    report = load_report(out)
     # "Hello" and the time stamp abstain; the four full sentences are right: accuracy 4/6, coverage 4/6
     assert summary(report, "reference", "language.accuracy")["micro"] == pytest.approx(4 / 6)
     assert summary(report, "reference", "language.coverage")["micro"] == pytest.approx(4 / 6)
@@ -284,7 +285,7 @@ def test_cli_with_lingua_and_a_minimum_relative_distance(tmp_path):
     (cand,) = [d for d in report["details"] if d["name"] == "candidates"]
     assert cand["data"]["languages"] == ["de", "en", "es", "fr"]  # BCP 47 / ISO 639-3 labels mapped
     assert report["config"]["auditors"]["language"]["min_relative_distance"] == 0.25
-    abstained = {m["item"] for m in report["measurements"] if m["metric"] == "language.abstained"
+    abstained = {m["item"] for m in measurements(report) if m["metric"] == "language.abstained"
                  and m["value"] == 1.0}
     assert abstained == {"notes/hello", "notes/stamp"}
 
@@ -296,12 +297,12 @@ def _demo_report(tmp_path: Path, parsers: list[str]) -> dict:
         args += ["--parser", p]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
-    return json.loads((out / "report.json").read_text())
+    return load_report(out)
 
 
 def _correct(report: dict, parser: str) -> dict[str, tuple]:
     return {m["item"]: (m["state"], m["value"], m["detail"].get("predicted"))
-            for m in report["measurements"] if m["pipeline"] == parser and m["metric"] == "language.correct"}
+            for m in measurements(report) if m["pipeline"] == parser and m["metric"] == "language.correct"}
 
 
 def test_demo_component_level_and_end_to_end(tmp_path):
@@ -329,7 +330,7 @@ def test_demo_component_level_and_end_to_end(tmp_path):
     for parser, n in (("reference", 10), ("pymupdf", 4)):
         row = summary(report, parser, "language.mixed")
         assert (row["n_docs"], row["micro"]) == (n, 0.0)
-    skipped = [m for m in report["measurements"] if m["pipeline"] == "pymupdf" and m["stage"] == "language"
+    skipped = [m for m in measurements(report) if m["pipeline"] == "pymupdf" and m["stage"] == "language"
                and m["item"] == "scanned/notice_water_main"]
     assert len(skipped) == 3 and {m["state"] for m in skipped} == {"skipped"}
 

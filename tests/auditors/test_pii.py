@@ -19,6 +19,7 @@ from ingestaudit.metrics import specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Span as TruthSpan
 from ingestaudit.truth import Truth
+from _rows import load_report, measurements
 
 # "Call Ana Lima at 555-0100": "Ana" [5,8), "Lima" [9,13), "Ana Lima" [5,13), "555-0100" [17,25)
 TEXT1 = "Call Ana Lima at 555-0100"
@@ -78,7 +79,7 @@ class FailingDetector:
 def test_specs_registered():
     names = {s.name for s in METRICS}
     assert names == {"pii.precision", "pii.recall", "pii.f1", "pii.f2", "pii.lost_in_extraction",
-                     "pii.residual_leakage", "pii.fp_per_1k_tokens"}
+                     "pii.residual_leakage", "pii.fp_per_1k_tokens", "pii.unlabelled_type_predictions"}
     for n in names:
         assert specs.get(n).stage == "pii"
     assert specs.get("pii.precision").ci == "wilson" and specs.get("pii.recall").ci == "wilson"
@@ -402,7 +403,7 @@ def run_cli(corpus, out, *args):
 
     res = CliRunner().invoke(app, ["run", str(corpus), "--out", str(out), "--stage", "pii", *args])
     assert res.exit_code == 0, res.output
-    return json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return load_report(out)
 
 
 def summary(report, metric, label, parser="reference", cls="__all__"):
@@ -481,7 +482,7 @@ def test_cli_pdf_dropping_an_email_counts_it_lost_not_missed(tmp_path):
     (corpus / "truth" / "forms" / "contact.json").write_text(json.dumps({"text": ref, "pii": gold}))
     # default scrubber: Presidio with en_core_web_sm, on each parser's text
     rep = run_cli(corpus, tmp_path / "out", "--parser", "pymupdf", "--parser", "reference")
-    rows = {(m["pipeline"], m["metric"], m["label"]): m for m in rep["measurements"]}
+    rows = {(m["pipeline"], m["metric"], m["label"]): m for m in measurements(rep)}
     # pymupdf lost the address: 1 of 3 gold spans lost, the e-mail's one of one
     lost = rows["pymupdf", "pii.lost_in_extraction", "*"]
     assert (lost["numerator"], lost["denominator"]) == (1, 3)
