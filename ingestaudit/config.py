@@ -9,6 +9,7 @@ Example::
     workers = 1
     doc_timeout_s = 300                     # per document x pipeline; a hang becomes an error row
     executor = "process"                    # serial | process | dask (scheduler = "tcp://HOST:PORT" for a cluster)
+    worker_memory_mb = 4096                 # address space per worker (default: half the memory / workers; 0: none)
     min_span_coverage = 0.5                 # share of an evidence span one chunk must hold (printed in the report)
 
     [pipelines.small-chunks]                # a named pipeline; stages left out take their defaults
@@ -28,15 +29,30 @@ Example::
     [gate]                                  # regression budgets per metric (default: each metric's declaration)
     "extraction.cer" = 0.02                 # absolute: worse by more than 0.02
     "tables.teds" = "5%"                    # relative: worse by more than 5 % of the baseline value
+
+    [limits]                                # input size limits per item (see `Limits`; defaults shown)
+    doc_bytes = 1073741824                  # a document file over it is never read nor hashed: its rows are skipped
+    truth_bytes = 33554432                  # one truth file (.txt, .json, PAGE/ALTO XML, .tables.html)
+    json_depth = 100                        # nesting of a truth JSON file or one questions.jsonl line
+    spans = 100000                          # spans of one truth JSON file (pii plus boilerplate.spans)
+    tables = 500                            # tables of one document (reference, and predicted: tables auditor)
+    questions_bytes = 33554432              # questions.jsonl
+    question_line_chars = 1048576           # one line of questions.jsonl, in code points
+
+A corpus's own ``ingestaudit.toml`` is untrusted input (issue 15): `untrusted_fields` lists what only the user may
+set there (module paths, folders written to, model folders, a scheduler, limits above their defaults).
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from ingestaudit.schema_keys import PAGES, unknown_key
 
 CONFIG_NAME = "ingestaudit.toml"
 
@@ -52,33 +68,77 @@ class _Strict(BaseModel):
 class RunConfig(_Strict):
     """The ``[run]`` table: what runs and how."""
 
-    parsers: list[str] = Field(default_factory=lambda: ["pymupdf"])
-    stages: list[str] = []
-    seed: StrictInt = 0
-    workers: StrictInt = Field(default=1, ge=1)
-    doc_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
-    min_span_coverage: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)  # a chunk holds a span
-    cache_dir: str | None = None  # embedding cache (default: $INGESTAUDIT_CACHE or ~/.cache/ingestaudit/embeddings)
-    executor: Literal["serial", "process", "dask"] = "process"  # how tasks run; never changes the report
-    scheduler: str | None = None  # a Dask scheduler address (executor "dask"); default: a local cluster on 127.0.0.1
+    parsers: list[str] = Field(default_factory=lambda: ["pymupdf"], description="parsers to audit, one pipeline "
+                               "each (--parser on the command line replaces the list)")
+    stages: list[str] = Field(default=[], description="stages to audit (default: every stage whose labels or "
+                                                      "input are present; --stage replaces the list)")
+    seed: StrictInt = Field(default=0, description="seed of every sample and bootstrap: same corpus, config and "
+                                                   "seed, same report")
+    workers: StrictInt = Field(default=1, ge=1, description="worker processes (capped by the number of tasks)")
+    doc_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False, description="time budget of one "
+                                 "document x pipeline in seconds; a hang becomes an error row")
+    min_span_coverage: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False, description="share of an "
+                                     "evidence span's characters one chunk must hold to hold it (printed in the "
+                                     "report)")
+    cache_dir: str | None = Field(default=None, description="embedding cache folder (default: $INGESTAUDIT_CACHE "
+                                                            "or ~/.cache/ingestaudit/embeddings)")
+    executor: Literal["serial", "process", "dask"] = Field(default="process", description="how tasks run; never "
+                                                                                         "changes the report")
+    scheduler: str | None = Field(default=None, description="a Dask scheduler address for executor \"dask\" "
+                                                            "(default: a local cluster on 127.0.0.1)")
+    worker_memory_mb: StrictInt | None = Field(default=None, ge=0, description="address space of each worker "
+                                               "process in MB (RLIMIT_AS; process executor and the local Dask "
+                                               "cluster); default half the machine's memory / workers, at least "
+                                               "4096; 0: no limit")
+
+
+class Limits(_Strict):
+    """The ``[limits]`` table: input size limits, enforced for every item (issue 15).
+
+    Sizes are checked with ``stat`` before a file is read. A document any of whose files is over a limit is not
+    audited: each of its rows is ``skipped`` with a reason naming the file, the limit (``limits.<name>``) and the
+    value, and the run lists it once among its failures (stage ``limits``); `ingestaudit validate` reports it as a
+    problem. A questions.jsonl line over a limit is a problem of that line (the question is left out), and a
+    predicted table count over ``tables`` skips the tables rows of that document. A corpus's own
+    ``ingestaudit.toml`` may lower a limit, never raise it above its default (only a ``--config`` file may).
+    """
+
+    doc_bytes: StrictInt = Field(default=1 << 30, ge=1, description="bytes of one document file (never read "
+                                 "nor hashed when over it)")
+    truth_bytes: StrictInt = Field(default=32 << 20, ge=1, description="bytes of one truth file (.txt, .json, PAGE/"
+                                   "ALTO XML, .tables.html)")
+    json_depth: StrictInt = Field(default=100, ge=2, le=1000, description="nesting depth of a truth JSON file or "
+                                  "one questions.jsonl line (objects and arrays; the top level is 1)")
+    spans: StrictInt = Field(default=100_000, ge=1, description="spans of one truth JSON file (pii plus "
+                             "boilerplate.spans)")
+    tables: StrictInt = Field(default=500, ge=1, description="tables of one document, reference or predicted (the "
+                              "tables auditor compares every reference table with every predicted one)")
+    questions_bytes: StrictInt = Field(default=32 << 20, ge=1, description="bytes of questions.jsonl")
+    question_line_chars: StrictInt = Field(default=1 << 20, ge=1, description="code points of one questions.jsonl "
+                                           "line")
 
 
 class ReportConfig(_Strict):
     """The ``[report]`` table: aggregation settings."""
 
-    bootstrap_resamples: int = Field(default=1000, ge=10)
-    confidence: float = Field(default=0.95, gt=0, lt=1)
+    bootstrap_resamples: int = Field(default=1000, ge=10, description="resamples of every bootstrap interval")
+    confidence: float = Field(default=0.95, gt=0, lt=1, description="confidence level of every interval")
 
 
 class Config(_Strict):
     """The whole configuration; echoed into ``report.json["config"]``."""
 
-    run: RunConfig = RunConfig()
-    pipelines: dict[str, dict[str, Any]] = {}  # [pipelines.<name>]: stage -> implementation or {use=..., options}
-    parser_options: dict[str, dict[str, Any]] = {}
-    auditor_options: dict[str, dict[str, Any]] = {}
-    report: ReportConfig = ReportConfig()
-    gate: dict[str, float | str] = {}  # [gate]: metric -> budget, absolute (0.01) or relative ("5%")
+    run: RunConfig = Field(default=RunConfig(), description="[run]: what runs and how")
+    pipelines: dict[str, dict[str, Any]] = Field(default={}, description="[pipelines.<name>]: stage -> "
+                                                 "implementation or {use = ..., options} (below)")
+    parser_options: dict[str, dict[str, Any]] = Field(default={}, description="[parser_options.<parser>]: keyword "
+                                                      "options of a parser (below)")
+    auditor_options: dict[str, dict[str, Any]] = Field(default={}, description="[auditor_options.<stage>]: keyword "
+                                                       "options of a stage's auditor (below)")
+    report: ReportConfig = Field(default=ReportConfig(), description="[report]: aggregation settings")
+    gate: dict[str, float | str] = Field(default={}, description="[gate]: metric -> regression budget, absolute "
+                                         "(0.01) or relative (\"5%\"); default: each metric's declaration")
+    limits: Limits = Field(default=Limits(), description="[limits]: input size limits")
 
 
 def load_config(path: Path | None, *, trusted: bool = False) -> Config:
@@ -105,7 +165,8 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
         cfg = Config.model_validate(raw)
     except ValidationError as exc:
         msgs = [f"{path}: {'.'.join(map(str, e['loc']))}: "
-                + ("unknown key" if e["type"] == "extra_forbidden" else e["msg"]) for e in exc.errors()]
+                + (unknown_key(Config, e["loc"], PAGES["config"]) if e["type"] == "extra_forbidden" else e["msg"])
+                for e in exc.errors()]
         raise ConfigError("; ".join(msgs)) from None
     refused = [] if trusted else untrusted_fields(cfg)
     if refused:
@@ -125,38 +186,84 @@ def _table_key(key: str) -> str:
     return key if key.replace("-", "").replace("_", "").isalnum() else f'"{key}"'
 
 
+_PATH_KEY = re.compile(r"(?:.*_)?(?:dir|dirs|directory|path|paths|file|files|filename|folder|folders|root|cache|"
+                       r"output|out|log|logfile)", re.IGNORECASE)
+"""Option keys that name a file or folder (``cache_dir``, ``tessdata_dir``, ``model_path``, ``log_file``...): a
+place a plug-in reads code or data from, or writes to, is the user's choice."""
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_][\w.]*")
+"""An option value shaped like ``package.module:attr``, wherever it sits (a plug-in may import it)."""
+
+_NOT_PATHS = frozenset({"password"})
+"""Option keys whose values are never module paths, though they may hold ``:`` (a PDF password)."""
+
+_WRITE_REFUSED = ("names a file or folder (a plug-in may read code from it or write to it): only the command line "
+                  "or a --config file may give one")
+
+
+def _walk_options(field: str, value: object, out: dict[str, str]) -> None:
+    """Every file/folder key (`_PATH_KEY`) and every value shaped like a module path (`_DOTTED`) at any depth of one
+    plug-in's options, into ``out`` (field -> why)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{field}.{_table_key(str(key))}"
+            if isinstance(key, str) and _PATH_KEY.fullmatch(key):
+                out.setdefault(sub, _WRITE_REFUSED)
+            elif str(key) not in _NOT_PATHS:
+                _walk_options(sub, item, out)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _walk_options(f"{field}[{i}]", item, out)
+    elif isinstance(value, str) and _DOTTED.fullmatch(value.strip()):
+        out.setdefault(field, f"{value!r} {_PATH_REFUSED}")
+
+
 def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
     """``(field, why)`` for every value an untrusted configuration (a corpus's own ``ingestaudit.toml``) may not
-    set: a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, the
-    keys of ``[parser_options]`` and of boilerplate ``cleaner_options``, ``[auditor_options.*]`` ``scrubber`` /
-    ``detector`` / ``cleaners``), a pipeline embedder's ``model`` folder (loading a model may run its code) and
-    ``run.cache_dir`` (a folder written to)."""
+    set:
+
+    - a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, the
+      keys of ``[parser_options]`` and of boilerplate ``cleaner_options``, ``[auditor_options.*]`` ``scrubber`` /
+      ``detector`` / ``cleaners``), and any option value shaped like one (``pkg.mod:attr``) at any depth of a
+      plug-in's options;
+    - a file or folder: ``run.cache_dir``, a pipeline embedder's ``model`` folder (loading a model may run its
+      code) and, at any depth of any plug-in's options (pipeline stages, ``[parser_options.*]``,
+      ``[auditor_options.*]``), a key naming one (`_PATH_KEY`: ``cache_dir``, ``*_dir``, ``*_path``, ``*_file``,
+      ``*_folder``...), since a plug-in writes there (the embedding cache) or reads code from it;
+    - ``run.scheduler`` (tasks sent to a cluster carry the corpus's truth) and ``run.worker_memory_mb`` (the
+      memory limit of the workers);
+    - a ``[limits]`` value or ``run.doc_timeout_s`` above its default (a corpus may lower a limit, never raise it).
+    """
     from ingestaudit.plugins import is_module_path
 
-    out: list[tuple[str, str]] = []
+    found: dict[str, str] = {}
 
     def name(field: str, value: object) -> None:
         if is_module_path(value):
-            out.append((field, f"{value!r} {_PATH_REFUSED}"))
+            found.setdefault(field, f"{value!r} {_PATH_REFUSED}")
 
     for i, parser in enumerate(cfg.run.parsers):
         name(f"run.parsers[{i}]", parser)
     if cfg.run.scheduler is not None:
-        out.append(("run.scheduler", "tasks sent to a Dask cluster carry the corpus's truth: give the scheduler on "
-                                     "the command line or in a --config file"))
+        found["run.scheduler"] = ("tasks sent to a Dask cluster carry the corpus's truth: give the scheduler on the "
+                                  "command line or in a --config file")
+    if cfg.run.worker_memory_mb is not None:
+        found["run.worker_memory_mb"] = ("the memory limit protects this machine from the corpus: give it in a "
+                                         "--config file")
     if cfg.run.cache_dir is not None:
-        out.append(("run.cache_dir", "a folder written to is the user's choice: give it in a --config file or "
-                                     "$INGESTAUDIT_CACHE"))
-    for key in cfg.parser_options:
+        found["run.cache_dir"] = ("a folder written to is the user's choice: give it in a --config file or "
+                                  "$INGESTAUDIT_CACHE")
+    for key, options in cfg.parser_options.items():
         name(f"parser_options.{_table_key(key)}", key)
+        _walk_options(f"parser_options.{_table_key(key)}", options, found)
     for pipe, table in cfg.pipelines.items():
         for stage, choice in table.items():
             field = f"pipelines.{_table_key(pipe)}.{stage}"
             if isinstance(choice, dict):
                 name(f"{field}.use", choice.get("use"))
                 if stage == "embedder" and "model" in choice:
-                    out.append((f"{field}.model", "a model folder may run code when loaded: give it in a --config "
-                                                  "file"))
+                    found[f"{field}.model"] = "a model folder may run code when loaded: give it in a --config file"
+                _walk_options(field, {k: v for k, v in choice.items() if k != "use"}, found)
             else:
                 name(field, choice)
     for stage, options in cfg.auditor_options.items():
@@ -170,4 +277,16 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
         if isinstance(options.get("cleaner_options"), dict):
             for key in options["cleaner_options"]:
                 name(f"auditor_options.{_table_key(stage)}.cleaner_options.{_table_key(key)}", key)
-    return out
+        _walk_options(f"auditor_options.{_table_key(stage)}", options, found)
+    budget = RunConfig.model_fields["doc_timeout_s"].default
+    if cfg.run.doc_timeout_s > budget:  # the time budget is a limit too: lowered freely, raised by the user only
+        found["run.doc_timeout_s"] = (f"{cfg.run.doc_timeout_s:g} s is above the default {budget:g} s: a corpus's "
+                                      "own configuration may lower the time budget, never raise it (give a higher "
+                                      "one in a --config file)")
+    defaults = Limits()
+    for key in Limits.model_fields:
+        value, default = getattr(cfg.limits, key), getattr(defaults, key)
+        if value > default:
+            found[f"limits.{key}"] = (f"{value} is above the default {default}: a corpus's own configuration may "
+                                      "lower a limit, never raise it (give a higher one in a --config file)")
+    return list(found.items())

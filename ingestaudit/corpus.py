@@ -15,9 +15,13 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ingestaudit.document import Document
-from ingestaudit.truth import Problem
+from ingestaudit.truth import Problem, over_size
+
+if TYPE_CHECKING:
+    from ingestaudit.config import Limits
 
 TRUTH_TEXT = ".txt"
 TRUTH_JSON = ".json"
@@ -47,6 +51,7 @@ class Corpus:
     problems: tuple[Problem, ...] = ()
     files: tuple[Path, ...] = field(default=(), repr=False)
     questions: Path | None = None
+    _digests: dict = field(default_factory=dict, repr=False, compare=False)  # `content_digests`, by limits
 
     def classes(self) -> dict[str, int]:
         """Document count per folder class, sorted by class name."""
@@ -55,19 +60,96 @@ class Corpus:
             counts[d.doc_class] = counts.get(d.doc_class, 0) + 1
         return dict(sorted(counts.items()))
 
-    def fingerprint(self) -> str:
-        """SHA-256 (hex) over the relative path and bytes of every document and truth file, in sorted path order."""
+    def fingerprint(self, limits: "Limits | None" = None) -> str:
+        """SHA-256 (hex) over the relative path and bytes of every document and truth file and ``questions.jsonl``,
+        in sorted path order: per file, its path, the SHA-256 of each 1 MiB chunk, then ``\\1``. A file over its
+        size limit (``limits``, default `Limits`: ``doc_bytes``, ``truth_bytes``, ``questions_bytes``) is never
+        read: its size stands for its bytes (``over-limit:<size>``). Computed with the item hashes in one pass
+        (`content_digests`)."""
+        return self.content_digests(limits)[0]
+
+    def over_limits(self, limits: "Limits | None" = None) -> dict[str, Problem]:
+        """Documents whose source file is over ``limits.doc_bytes`` (default `Limits`), by id: the problem names the
+        file, its size and the limit (``stat`` only; the file is never opened)."""
+        from ingestaudit.config import Limits
+
+        lim = limits or Limits()
+        out = {}
+        for d in self.documents:
+            big = over_size(d.path, d.path.relative_to(self.root).as_posix() if d.path.is_relative_to(self.root)
+                            else str(d.path), lim.doc_bytes, "doc_bytes")
+            if big is not None:
+                out[d.doc_id] = big
+        return out
+
+    def content_digests(self, limits: "Limits | None" = None) -> tuple[str, dict[str, str]]:
+        """``(fingerprint, document hashes)``, reading each file once and no file over its size limit (see
+        `fingerprint`; the document hashes are those of `ingestaudit.report.provenance.item_hashes`: per document
+        one SHA-256 over each of its files' kind and bytes). Cached per ``limits`` on this object, so the run's
+        fingerprint and the report's item hashes share one read of the corpus.
+
+        Hashing runs in the calling (main) process, bounded by the size limits: an item's hash must exist whatever
+        happened to its task (a timeout, a dead worker), and it must not depend on the executor.
+        """
+        from ingestaudit.config import Limits
+
+        lim = limits or Limits()
+        key = lim.model_dump_json()
+        if key not in self._digests:
+            self._digests[key] = _content_digests(self, lim)
+        return self._digests[key]
+
+
+def _read_chunks(path: Path, max_bytes: int, sinks: list) -> bytes:
+    """Feed the bytes of ``path`` to every ``sink(chunk)`` in 1 MiB chunks and return the concatenated SHA-256 of
+    the chunks (the fingerprint's share of the file). A file over ``max_bytes`` (by ``stat``) is not opened, and an
+    unreadable one gives its errno: each feeds a token instead of its bytes."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            token = f"over-limit:{size}".encode()
+            for sink in sinks:
+                sink(token)
+            return token
+        digests = []
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                for sink in sinks:
+                    sink(chunk)
+                digests.append(hashlib.sha256(chunk).digest())
+        return b"".join(digests)
+    except OSError as exc:  # an unreadable file changes the hashes; its parser reports the error
+        token = f"unreadable:{exc.errno}".encode()
+        for sink in sinks:
+            sink(token)
+        return token
+
+
+def _content_digests(corpus: Corpus, limits: "Limits") -> tuple[str, dict[str, str]]:
+    """See `Corpus.content_digests`."""
+    shares: dict[Path, bytes] = {}
+    items: dict[str, str] = {}
+    for doc in corpus.documents:
         h = hashlib.sha256()
-        for path in self.files:
-            h.update(os.fsencode(path.relative_to(self.root)) + b"\0")  # any file name, even one not in UTF-8
-            try:
-                with path.open("rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(hashlib.sha256(chunk).digest())
-            except OSError as exc:  # an unreadable file changes the fingerprint; its parser reports the error
-                h.update(f"unreadable:{exc.errno}".encode())
-            h.update(b"\1")
-        return h.hexdigest()
+        for kind, path in (("doc", doc.path), ("txt", doc.truth_txt), ("json", doc.truth_json),
+                           *(("extra", p) for p in doc.truth_extra)):
+            h.update(kind.encode() + b"\0")
+            if path is None:
+                h.update(b"-\0")
+                continue
+            cap = limits.doc_bytes if kind == "doc" else limits.truth_bytes
+            shares[path] = _read_chunks(path, cap, [h.update])
+            h.update(b"\0")
+        items[doc.doc_id] = h.hexdigest()
+    fp = hashlib.sha256()
+    for path in corpus.files:
+        fp.update(os.fsencode(path.relative_to(corpus.root)) + b"\0")  # any file name, even one not in UTF-8
+        if path not in shares:  # questions.jsonl (and any file no document owns)
+            cap = limits.questions_bytes if path == corpus.questions else limits.truth_bytes
+            shares[path] = _read_chunks(path, cap, [])
+        fp.update(shares[path])
+        fp.update(b"\1")
+    return fp.hexdigest(), items
 
 
 def allowed_link_roots(extra: Iterable[Path | str] = ()) -> tuple[Path, ...]:

@@ -22,10 +22,13 @@ MAX_INT_DIGITS = 4300
 
 @dataclass(frozen=True)
 class JsonLimit:
-    """One value past a limit: ``field`` is its path (``sections[0].children``, ``""`` for the top level)."""
+    """One value past a limit: ``field`` is its path (``sections[0].children``, ``""`` for the top level); ``kind``
+    is ``"depth"`` (nested deeper than the ``max_depth`` asked for, a configurable size limit) or ``"integer"`` (an
+    integer too long to convert: a bad value)."""
 
     field: str
     message: str
+    kind: str = "integer"
 
 
 class _HugeInt:
@@ -86,7 +89,8 @@ def loads_limited(text: str, *, max_depth: int = MAX_DEPTH,
                 node[key] = None
         for key, value in reversed(nested):
             if depth + 1 > max_depth:
-                problems.append(JsonLimit(_short(_child(path, key)), f"nested more than {max_depth} levels deep"))
+                problems.append(JsonLimit(_short(_child(path, key)), f"nested more than {max_depth} levels deep",
+                                              "depth"))
                 node[key] = None
             else:
                 stack.append((value, _child(path, key), depth + 1))

@@ -46,7 +46,9 @@ class ParsedDocument:
         parser_version: version of the underlying library (e.g. PyMuPDF's), recorded in the report.
         settings: every option that changes the output (text flags, sort order, DPI, strategy...), JSON-serialisable.
         elapsed_s: wall time of parsing in seconds (kept out of report.json so reports stay byte-identical).
-        warnings: non-fatal problems the parser reported.
+        warnings: non-fatal problems the parser reported (MuPDF's own messages on a damaged PDF included), in the
+            order raised; the report keeps them per document (``report.json`` ``parse_warnings``) and counts the
+            documents that have any.
         extras: later-stage outputs supplied by a precomputed pipeline (``clean_text``, ``language``, ``pii``,
             ``dup_cluster``, ``chunks``), keyed by those names.
         source_path: the source document's path, set by the runner, so that stages that need the raw source

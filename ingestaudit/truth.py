@@ -10,13 +10,21 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator,
                       model_validator)
 
 from ingestaudit.document import Document
 from ingestaudit.jsonlimits import loads_limited
+from ingestaudit.schema_keys import PAGES, unknown_key
+
+if TYPE_CHECKING:
+    from ingestaudit.config import Limits
+
+
+RESERVED_PII_TYPES = ("*", "macro")
+"""Entity-type names the PII report's labels use (``exact/*``, ``exact/macro``; `ingestaudit.auditors.pii`)."""
 
 
 class _Strict(BaseModel):
@@ -27,9 +35,10 @@ class Span(_Strict):
     """A labelled character span ``[start, end)`` in code points of the text it refers to (integers: ``true`` or
     ``12.0`` are not offsets)."""
 
-    start: StrictInt = Field(ge=0)
-    end: StrictInt = Field(ge=0)
-    type: str = Field(min_length=1)
+    start: StrictInt = Field(ge=0, description="first code point of the span")
+    end: StrictInt = Field(ge=0, description="end of the span, exclusive (not before start)")
+    type: str = Field(min_length=1, description="the span's label: a PII entity type (PERSON, EMAIL_ADDRESS...); "
+                                                 "for boilerplate spans a free name")
 
     @model_validator(mode="after")
     def _ordered(self) -> "Span":
@@ -41,8 +50,8 @@ class Span(_Strict):
 class Heading(_Strict):
     """A heading in document order; ``level`` 1 is the top level (1..9), ``text`` non-blank."""
 
-    level: StrictInt = Field(ge=1, le=9)
-    text: str = Field(min_length=1)
+    level: StrictInt = Field(ge=1, le=9, description="heading level, 1 the top level")
+    text: str = Field(min_length=1, description="the heading's text as it reads (not blank)")
 
     @field_validator("text")
     @classmethod
@@ -69,9 +78,9 @@ ListLabel = Annotated[list[str], AfterValidator(_list_items)]
 class TextCheck(_Strict):
     """olmOCR-style assertion: ``text`` is present (or absent) in the output within ``max_diffs`` edits."""
 
-    type: Literal["present", "absent"]
-    text: str = Field(min_length=1)
-    max_diffs: StrictInt = Field(default=0, ge=0)
+    type: Literal["present", "absent"] = Field(description="the assertion: the text is present, or absent")
+    text: str = Field(min_length=1, description="the text looked for")
+    max_diffs: StrictInt = Field(default=0, ge=0, description="edits allowed in a match (below the text's length)")
 
     @model_validator(mode="after")
     def _tolerance(self) -> "TextCheck":
@@ -83,10 +92,10 @@ class TextCheck(_Strict):
 class OrderCheck(_Strict):
     """olmOCR-style assertion: ``before`` occurs before ``after`` in the output, each within ``max_diffs`` edits."""
 
-    type: Literal["order"]
-    before: str = Field(min_length=1)
-    after: str = Field(min_length=1)
-    max_diffs: StrictInt = Field(default=0, ge=0)
+    type: Literal["order"] = Field(description="the assertion: before occurs before after")
+    before: str = Field(min_length=1, description="the text that must come first")
+    after: str = Field(min_length=1, description="the text that must come after it")
+    max_diffs: StrictInt = Field(default=0, ge=0, description="edits allowed in each match (below both lengths)")
 
     @model_validator(mode="after")
     def _tolerance(self) -> "OrderCheck":
@@ -104,11 +113,12 @@ class Boilerplate(_Strict):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    text: str | None = None
-    spans: list[Span] = []
-    with_: list[str] = Field(default=[], alias="with")
-    without: list[str] = []
-    main_text: str | None = None  # hand-cleaned main content, compared with the cleaner's output by bag of shingles
+    text: str | None = Field(default=None, description="the text the spans refer to (needed with spans)")
+    spans: list[Span] = Field(default=[], description="boilerplate spans on text")
+    with_: list[str] = Field(default=[], alias="with", description="segments the cleaned output must keep")
+    without: list[str] = Field(default=[], description="segments the cleaner must remove")
+    main_text: str | None = Field(default=None, description="hand-cleaned main content, compared with the "
+                                                            "cleaner's output by bag of shingles")
 
     @model_validator(mode="after")
     def _spans_need_text(self) -> "Boilerplate":
@@ -144,24 +154,56 @@ class TruthFile(_Strict):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    text: str | None = None
-    tables: list[str] = []
-    headings: list[Heading] = []
-    lists: list[ListLabel] = []  # labelled lists, each its item texts in order (layout.list_integrity)
-    checks: list[Check] = []
-    boilerplate: Boilerplate | None = None
-    pii: list[Span] = []
-    language: str | None = None
-    dup_group: str | None = None
-    sections: list[dict[str, Any]] = []
-    metadata: dict[str, str | int | float | bool] = {}  # key/value pairs a retrieval filter may test
-    class_: str | None = Field(default=None, alias="class")
+    text: str | None = Field(default=None, description="the reference text, when there is no .txt file (never "
+                                                       "both)")
+    tables: list[str] = Field(default=[], description="one HTML table per table, in reading order (`<table>` with "
+                                                      "`<tr>`, `<th>`, `<td>`), scored by TEDS")
+    headings: list[Heading] = Field(default=[], description="the headings in document order")
+    lists: list[ListLabel] = Field(default=[], description="labelled lists, each its item texts in reading order "
+                                                           "(at least one, none blank; a nested list is a list of its "
+                                                           "own), read by layout.list_integrity")
+    checks: list[Check] = Field(default=[], description="olmOCR-style assertions on the parsed text: present, "
+                                                        "absent, order")
+    boilerplate: Boilerplate | None = Field(default=None, description="what a cleaner should keep and remove")
+    pii: list[Span] = Field(default=[], description="PII spans on the reference text; \"pii\": [] declares a "
+                                                    "document without PII")
+    pii_types: list[str] | None = Field(
+        default=None, min_length=1,
+        description="the PII entity types labelled exhaustively in this document (every span of these types is in "
+                    "'pii'); predictions of other types are reported apart (pii.unlabelled_type_predictions), not "
+                    "counted as false positives; without it every predicted type is judged")
+    language: str | None = Field(default=None, description="the document's language: ISO 639-1, ISO 639-3 or BCP "
+                                                           "47 tag (stored as ISO 639-1)")
+    dup_group: str | None = Field(default=None, description="near-duplicate group: documents sharing a value are "
+                                                            "duplicates; without it a document is unique")
+    sections: list[dict[str, Any]] = Field(default=[], description="section labels as JSON objects (kept with the "
+                                                                   "truth; no auditor reads them yet)")
+    metadata: dict[str, str | int | float | bool] = Field(default={}, description="key/value pairs a question's "
+                                                                                  "filter may test")
+    class_: str | None = Field(default=None, alias="class", description="the document's stratum instead of its "
+                                                                        "first folder under docs/ (not '__all__', "
+                                                                        "no '/')")
 
     @field_validator("class_")
     @classmethod
     def _class(cls, v: str | None) -> str | None:
         if v is not None and (not v or v == "__all__" or "/" in v):
             raise ValueError(f"{v!r} cannot be a class name ('__all__' is reserved for the overall rows)")
+        return v
+
+    @field_validator("pii_types")
+    @classmethod
+    def _pii_types(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        for k, typ in enumerate(v):
+            if not typ.strip() or typ != typ.strip():
+                raise ValueError(f"item {k}: {typ!r} is not an entity type name (blank, or white space around it)")
+            if typ in RESERVED_PII_TYPES:
+                raise ValueError(f"item {k}: {typ!r} is reserved by the report's label scheme")
+        twice = sorted({t for t in v if v.count(t) > 1})
+        if twice:
+            raise ValueError(f"type(s) given twice: {', '.join(twice)}")
         return v
 
     @field_validator("language")
@@ -172,22 +214,33 @@ class TruthFile(_Strict):
 
 @dataclass(frozen=True)
 class Problem:
-    """One label error: the file, the field path inside it (``""`` for the whole file) and what is wrong."""
+    """One label error: the file, the field path inside it (``""`` for the whole file) and what is wrong.
+
+    ``limit`` names the ``[limits]`` setting (`ingestaudit.config.Limits`) when the problem is an input over a size
+    limit (``"truth_bytes"``, ``"json_depth"``, ``"spans"``, ``"tables"``...): the run then skips the document
+    instead of auditing it with partial labels; ``""`` for every other problem."""
 
     file: str
     field: str
     message: str
+    limit: str = ""
 
     def __str__(self) -> str:
         return f"{self.file}: {self.field or '<file>'}: {self.message}"
 
 
 class TruthError(Exception):
-    """A document's truth could not be loaded; ``problems`` lists every error with its file and field."""
+    """A document's truth could not be loaded; ``problems`` lists every error with its file and field.
 
-    def __init__(self, problems: list[Problem]):
+    ``partial``: when every problem lies in one key of the JSON truth file (a bad heading, a span out of range), the
+    document's other labels, with those keys left out and ``problems`` set (`Truth.problems`); None when a problem
+    concerns a whole file (unreadable, invalid JSON, a key given twice, a reference text given twice).
+    """
+
+    def __init__(self, problems: list[Problem], partial: "Truth | None" = None):
         super().__init__("; ".join(map(str, problems)))
         self.problems = problems
+        self.partial = partial
 
 
 @dataclass(frozen=True)
@@ -205,12 +258,14 @@ class Truth:
     checks: tuple[TextCheck | OrderCheck, ...] = ()
     boilerplate: Boilerplate | None = None
     pii: tuple[Span, ...] = ()
+    pii_types: tuple[str, ...] | None = None  # exhaustively labelled PII types (truth JSON ``pii_types``); None: all
     language: str | None = None
     dup_group: str | None = None
     sections: tuple[dict[str, Any], ...] = ()
     metadata: dict[str, Any] | None = None  # the truth JSON's ``metadata`` (filters of questions test it)
     doc_class: str | None = None
     pii_labelled: bool = False  # the truth JSON has a "pii" key: "pii": [] declares a document without PII
+    problems: tuple[Problem, ...] = ()  # label errors of the keys left out (`TruthError.partial`); () if all loaded
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
@@ -229,6 +284,9 @@ class _DuplicateKey(ValueError):
     pass
 
 
+_DUPLICATE_KEY = "key given twice in one object"  # a whole-file problem although it names a key
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -238,11 +296,50 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
-    """Validate key by key, so one bad key never hides the problems (or the valid labels) of the others; a value past
-    a `ingestaudit.jsonlimits` limit (a huge integer, deep nesting) is a problem of its key and field."""
+def over_size(path: Path, rel: str, max_bytes: int, name: str) -> Problem | None:
+    """A `Problem` (with ``limit`` = ``name``) when the file at ``path`` holds more than ``max_bytes`` bytes, from
+    ``stat`` alone (the file is never opened); None when it fits or cannot be stat'ed (its reader reports that)."""
     try:
-        raw, limits = loads_limited(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size <= max_bytes:
+        return None
+    return Problem(rel, "", f"{size} bytes, over limits.{name} = {max_bytes}: not read", limit=name)
+
+
+def _count_problems(raw: dict[str, Any], rel: str, limits: "Limits") -> list[Problem]:
+    """The keys of a truth JSON object holding more items than a count limit allows (checked on the raw JSON, before
+    the schema builds an object per item): ``pii`` plus ``boilerplate.spans`` against ``spans``, ``tables`` against
+    ``tables``."""
+    out = []
+    bp = raw.get("boilerplate")
+    spans = {"pii": raw.get("pii"), "boilerplate.spans": bp.get("spans") if isinstance(bp, dict) else None}
+    n_spans = sum(len(v) for v in spans.values() if isinstance(v, list))
+    if n_spans > limits.spans:
+        where = " + ".join(k for k, v in spans.items() if isinstance(v, list) and v)
+        out += [Problem(rel, key, f"{n_spans} spans ({where}), over limits.spans = {limits.spans}", limit="spans")
+                for key, v in spans.items() if isinstance(v, list) and v]
+    tables = raw.get("tables")
+    if isinstance(tables, list) and len(tables) > limits.tables:
+        out.append(Problem(rel, "tables", f"{len(tables)} tables, over limits.tables = {limits.tables}",
+                           limit="tables"))
+    return out
+
+
+def _parse_truth_file(path: Path, rel: str, limits: "Limits | None" = None) -> tuple[TruthFile, list[Problem]]:
+    """Validate key by key, so one bad key never hides the problems (or the valid labels) of the others; a value past
+    a `ingestaudit.jsonlimits` limit (a huge integer, deep nesting) is a problem of its key and field, and so is a
+    key over a count limit of ``limits`` (default `Limits`); a file over ``limits.truth_bytes`` is never read."""
+    from ingestaudit.config import Limits
+
+    limits = limits or Limits()
+    big = over_size(path, rel, limits.truth_bytes, "truth_bytes")
+    if big is not None:
+        return TruthFile(), [big]
+    try:
+        raw, found = loads_limited(path.read_text(encoding="utf-8"), max_depth=limits.json_depth,
+                                   object_pairs_hook=_no_duplicate_keys)
         json.dumps(raw, ensure_ascii=False).encode("utf-8")  # lone surrogates (\ud800) cannot be written back
     except UnicodeDecodeError as exc:
         return TruthFile(), [Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})")]
@@ -251,7 +348,7 @@ def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
     except json.JSONDecodeError as exc:
         return TruthFile(), [Problem(rel, "", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
     except _DuplicateKey as exc:
-        return TruthFile(), [Problem(rel, str(exc), "key given twice in one object")]
+        return TruthFile(), [Problem(rel, str(exc), _DUPLICATE_KEY)]
     except RecursionError:
         return TruthFile(), [Problem(rel, "", "JSON nested too deeply to read")]
     except OSError as exc:
@@ -259,10 +356,13 @@ def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
     except ValueError as exc:  # anything else json refuses: the file is named, never a traceback
         return TruthFile(), [Problem(rel, "", f"invalid JSON ({exc})")]
     if not isinstance(raw, dict):
-        what = "a too long integer" if raw is None and limits else type(raw).__name__
+        what = "a too long integer" if raw is None and found else type(raw).__name__
         return TruthFile(), [Problem(rel, "", f"must be a JSON object, not {what}")]
-    problems: list[Problem] = [Problem(rel, p.field, p.message) for p in limits]
-    skipped = {_top_key(p.field) for p in limits}  # keys holding a value past a limit: not validated, not used
+    problems: list[Problem] = [Problem(rel, p.field, f"{p.message} (limits.json_depth = {limits.json_depth})",
+                                       limit="json_depth") if p.kind == "depth" else Problem(rel, p.field, p.message)
+                               for p in found]
+    problems += _count_problems(raw, rel, limits)
+    skipped = {_top_key(p.field) for p in problems}  # keys holding a value past a limit: not validated, not used
     valid: dict[str, Any] = {}
     for key, value in raw.items():
         if key in skipped:
@@ -272,7 +372,8 @@ def _parse_truth_file(path: Path, rel: str) -> tuple[TruthFile, list[Problem]]:
             valid[key] = value
         except ValidationError as exc:
             for err in exc.errors():
-                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+                msg = (unknown_key(TruthFile, err["loc"], PAGES["truth"]) if err["type"] == "extra_forbidden"
+                       else err["msg"])
                 problems.append(Problem(rel, _field_path(err["loc"]), msg.removeprefix("Value error, ")))
     return TruthFile.model_validate(valid), problems
 
@@ -310,24 +411,34 @@ def _read_text(path: Path, rel: str) -> str:
         raise TruthError([Problem(rel, "", f"unreadable: {exc.strerror}")]) from None
 
 
-def load_truth(document: Document, root: Path) -> Truth:
+def load_truth(document: Document, root: Path, limits: "Limits | None" = None) -> Truth:
     """Load and merge every truth file of ``document``; offsets of spans are checked against the text they index.
 
     Args:
         document: the document whose ``truth_*`` paths are read.
         root: corpus root, used to show relative paths in problems.
+        limits: the size limits (default `ingestaudit.config.Limits`): a file over ``truth_bytes`` is never read,
+            a JSON file nested deeper than ``json_depth``, with more spans than ``spans`` or more tables than
+            ``tables`` (JSON and ``.tables.html`` together) is a problem whose ``limit`` names the setting.
 
     Raises:
         TruthError: with every problem found (file + field), never only the first.
     """
+    from ingestaudit.config import Limits
+
+    limits = limits or Limits()
     problems: list[Problem] = []
     tf = TruthFile()
     text: str | None = None
     if document.truth_json is not None:
-        tf, problems = _parse_truth_file(document.truth_json, document.truth_json.relative_to(root).as_posix())
+        tf, problems = _parse_truth_file(document.truth_json, document.truth_json.relative_to(root).as_posix(),
+                                         limits)
     if document.truth_txt is not None:
         rel_txt = document.truth_txt.relative_to(root).as_posix()
         try:
+            big = over_size(document.truth_txt, rel_txt, limits.truth_bytes, "truth_bytes")
+            if big is not None:
+                raise TruthError([big])
             text = _read_text(document.truth_txt, rel_txt)
         except TruthError as exc:
             problems += exc.problems
@@ -338,6 +449,9 @@ def load_truth(document: Document, root: Path) -> Truth:
     for extra in document.truth_extra:
         rel = extra.relative_to(root).as_posix()
         try:
+            big = over_size(extra, rel, limits.truth_bytes, "truth_bytes")
+            if big is not None:
+                raise TruthError([big])
             if extra.name.endswith(".tables.html"):  # may hold several tables: one entry per table
                 from ingestaudit.metrics.table_html import split_tables
 
@@ -352,22 +466,55 @@ def load_truth(document: Document, root: Path) -> Truth:
             problems += exc.problems
         except ValueError as exc:
             problems.append(Problem(rel, "", str(exc)))
+    if len(tables) > limits.tables and not any(p.limit == "tables" for p in problems):
+        where = [p for p in document.truth_extra if p.name.endswith(".tables.html")] + [document.truth_json]
+        rel = where[0].relative_to(root).as_posix()  # type: ignore[union-attr]
+        problems.append(Problem(rel, "tables", f"{len(tables)} tables in the truth files, over limits.tables = "
+                                               f"{limits.tables}", limit="tables"))
     if document.truth_json is not None and text is not None:
         rel = document.truth_json.relative_to(root).as_posix()
         problems += _span_problems(rel, "pii", tf.pii, text)
+    if tf.pii_types is not None and document.truth_json is not None:
+        rel = document.truth_json.relative_to(root).as_posix()
+        problems += [Problem(rel, f"pii[{i}].type", f"type {s.type!r} is not in pii_types ({', '.join(tf.pii_types)})"
+                             ": a labelled type must be declared") for i, s in enumerate(tf.pii)
+                     if s.type not in tf.pii_types]
     if tf.boilerplate is not None and tf.boilerplate.text is not None:
         rel = document.truth_json.relative_to(root).as_posix()  # type: ignore[union-attr]
         problems += _span_problems(rel, "boilerplate.spans", tf.boilerplate.spans, tf.boilerplate.text)
     if tf.pii and text is None and document.truth_json is not None:
         problems.append(Problem(document.truth_json.relative_to(root).as_posix(), "pii",
                                 "pii spans need a reference text (.txt or 'text')"))
+    truth = Truth(text=text, tables=tuple(tables), headings=tuple(tf.headings),
+                  lists=tuple(tuple(items) for items in tf.lists), checks=tuple(tf.checks),
+                  boilerplate=tf.boilerplate, pii=tuple(tf.pii), language=tf.language, dup_group=tf.dup_group,
+                  sections=tuple(tf.sections), metadata=dict(tf.metadata) if tf.metadata else None,
+                  doc_class=tf.class_, pii_labelled="pii" in tf.model_fields_set,
+                  pii_types=None if tf.pii_types is None else tuple(tf.pii_types))
     if problems:
-        raise TruthError(problems)
-    return Truth(text=text, tables=tuple(tables), headings=tuple(tf.headings),
-                 lists=tuple(tuple(items) for items in tf.lists), checks=tuple(tf.checks),
-                 boilerplate=tf.boilerplate, pii=tuple(tf.pii), language=tf.language, dup_group=tf.dup_group,
-                 sections=tuple(tf.sections), metadata=dict(tf.metadata) if tf.metadata else None,
-                 doc_class=tf.class_, pii_labelled="pii" in tf.model_fields_set)
+        json_rel = document.truth_json.relative_to(root).as_posix() if document.truth_json is not None else None
+        raise TruthError(problems, _partial(truth, problems, json_rel))
+    return truth
+
+
+_KEY_FIELDS = {"class": ("doc_class",), "pii": ("pii", "pii_labelled")}
+"""Truth JSON keys whose `Truth` fields have other names (every other key is its own field)."""
+
+
+def _partial(truth: Truth, problems: list[Problem], json_rel: str | None) -> Truth | None:
+    """``truth`` without the JSON keys the problems name, carrying the problems; None when a problem is not tied to one
+    key of the JSON file (see `TruthError`)."""
+    if any(p.file != json_rel or not p.field or p.message == _DUPLICATE_KEY for p in problems):
+        return None
+    from dataclasses import fields, replace
+
+    defaults = {f.name: f.default for f in fields(Truth)}
+    cleared: dict[str, Any] = {}
+    for key in {_top_key(p.field) for p in problems}:
+        for name in _KEY_FIELDS.get(key, (key,)):
+            if name in defaults and name != "problems":
+                cleared[name] = defaults[name]
+    return replace(truth, **cleared, problems=tuple(problems))
 
 
 def _span_problems(rel: str, name: str, spans: list[Span] | tuple[Span, ...], text: str) -> list[Problem]:

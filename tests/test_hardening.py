@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from ingestaudit.cli import app
 from ingestaudit.config import ConfigError, load_config
 from ingestaudit.corpus import LINK_ROOTS_ENV, discover
+from _rows import load_report, measurements
 
 
 def corpus(root: Path, docs: dict[str, str], truth: dict[str, str] | None = None, toml: str | None = None) -> Path:
@@ -141,9 +142,9 @@ def test_a_truth_file_linked_out_of_the_corpus_is_never_read(tmp_path):
     r = cli("run", str(c), "-p", "reference", "--out", str(out))
     assert r.exit_code == 0, r.output
     assert SECRET not in report_text(out) and SECRET not in r.output
-    rep = json.loads((out / "report.json").read_text())
+    rep = load_report(out)
     assert any(f["item"] == "truth/a/leak.txt" and "outside the corpus" in f["message"] for f in rep["failures"])
-    assert any(m["item"] == "a/good" and m["state"] == "ok" for m in rep["measurements"])  # the others audited
+    assert any(m["item"] == "a/good" and m["state"] == "ok" for m in measurements(rep))  # the others audited
 
     # a folder the user trusts (an import's data set) may be linked into
     assert "truth/a/leak.txt" not in {p.file for p in discover(c, link_roots=[tmp_path]).problems}
@@ -182,7 +183,7 @@ def test_a_fifo_in_docs_or_truth_is_reported_and_never_opened(tmp_path):
     assert v.returncode == 2 and "docs/a/pipe.txt" in v.stdout and "Traceback" not in v.stderr
     r = cli_process("run", str(c), "-p", "reference", "--out", str(tmp_path / "o"), timeout=120)
     assert r.returncode == 0, r.stderr
-    failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
+    failures = load_report(tmp_path / "o")["failures"]
     assert {"docs/a/pipe.txt", "truth/a/x.json", "docs/a/zero.txt"} <= {f["item"] for f in failures}
 
 
@@ -209,11 +210,11 @@ def test_a_5000_digit_integer_is_a_problem_of_its_file_and_field(tmp_path):
     assert v.exit_code == 2 and "Traceback" not in v.output and isinstance(v.exception, SystemExit)
     assert "truth/a/big.json: pii[0].start: integer of 5000 digits" in v.output
     out = tmp_path / "o"
-    r = cli("run", str(c), "-p", "reference", "--out", str(out))
+    r = cli("run", str(c), "-p", "reference", "--stage", "extraction", "--out", str(out))
     assert r.exit_code == 0, r.output
-    rep = json.loads((out / "report.json").read_text())
+    rep = load_report(out)
     assert any(f["item"] == "a/big" and "pii[0].start" in f["message"] for f in rep["failures"])
-    assert any(m["item"] == "a/good" and m["state"] == "ok" for m in rep["measurements"])
+    assert any(m["item"] == "a/good" and m["state"] == "ok" for m in measurements(rep))
     assert big not in report_text(out)
 
 
@@ -226,10 +227,10 @@ def test_truth_nested_600_deep_is_a_problem_and_the_run_finishes(tmp_path):
     assert "nested more than 100 levels deep" in v.output
     r = cli_process("run", str(c), "-p", "reference", "--out", str(tmp_path / "o"), timeout=120)
     assert r.returncode == 0, r.stderr
-    failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
+    failures = load_report(tmp_path / "o")["failures"]
     assert any(f["item"] == "a/deep" and "nested more than" in f["message"] for f in failures)
-    measurements = json.loads((tmp_path / "o/report.json").read_text())["measurements"]
-    assert any(m["item"] == "a/good" and m["state"] == "ok" for m in measurements)
+    rows = measurements(tmp_path / "o")
+    assert any(m["item"] == "a/good" and m["state"] == "ok" for m in rows)
 
 
 def test_validate_never_prints_a_traceback_on_odd_option_types(tmp_path):
@@ -346,7 +347,7 @@ def test_a_timed_out_tesseract_in_a_run_leaves_no_process_and_no_folder(tmp_path
     monkeypatch.setenv("FAKE_TESSERACT_LOG", str(log))
     r = cli("run", str(c), "-p", "tesseract", "--out", str(tmp_path / "o"))
     assert r.exit_code == 0, r.output
-    failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
+    failures = load_report(tmp_path / "o")["failures"]
     assert any("time budget" in f["message"] for f in failures)
     pids, temp = wait_for_log(log, within=1)
     assert wait_dead(pids) == [], "an orphan tesseract is left"
@@ -363,12 +364,12 @@ def test_precomputed_json_nested_600_deep_is_an_error_row_naming_the_file(tmp_pa
     (outputs / "ok.json").write_text('{"text": "hello"}')
     r = cli_process("run", str(c), "--outputs", str(tmp_path / "outputs"), "--out", str(tmp_path / "o"), timeout=120)
     assert r.returncode == 0, r.stderr
-    rep = json.loads((tmp_path / "o/report.json").read_text())
+    rep = load_report(tmp_path / "o")
     messages = [f["message"] for f in rep["failures"] if f["item"] == "a/deep"]
     assert messages and all("worker process died" not in m for m in messages)
     assert any("deep.json" in m and "settings.x" in m and "nested more than 100" in m for m in messages), messages
     assert not any(f["item"] == "a/ok" for f in rep["failures"])
-    assert any(m["item"] == "a/ok" and m["state"] == "ok" for m in rep["measurements"])
+    assert any(m["item"] == "a/ok" and m["state"] == "ok" for m in measurements(rep))
 
 
 def test_a_huge_integer_in_a_precomputed_json_names_the_file(tmp_path):
@@ -379,3 +380,102 @@ def test_a_huge_integer_in_a_precomputed_json_names_the_file(tmp_path):
     path.write_text('{"text": "hi", "pii": [{"start": %s, "end": 1, "type": "X"}]}' % ("1" * 5000))
     with pytest.raises(ParserError, match=r"x\.json: pii\[0\]\.start: integer of 5000 digits"):
         read_output_json(path)
+
+
+# --- 6. acceptance (issue 15, part G1): the serious failures, each with its hostile input ---------------------------
+
+def _every_output_text(out: Path) -> str:
+    """Every byte of every file in ``out`` (decoded leniently) plus every string value of measurements.parquet
+    (whose pages may be compressed, so its raw bytes alone prove nothing)."""
+    import pyarrow.parquet as pq
+
+    parts = [p.read_bytes().decode("utf-8", "replace") for p in sorted(out.iterdir()) if p.is_file()]
+    table = pq.read_table(out / "measurements.parquet")
+    parts += [str(v) for col in table.columns for v in col.to_pylist()]
+    return "\n".join(parts)
+
+
+def test_acceptance_no_byte_of_a_linked_file_in_any_output(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text(f"root:x:0:0\nAPI_KEY={SECRET}\n", encoding="utf-8")
+    outside_q = tmp_path / "outside.jsonl"
+    outside_q.write_text(json.dumps({"id": SECRET, "question": SECRET, "relevant": [{"doc": "a/good"}]}) + "\n")
+    c = corpus(tmp_path / "c", {"a/good.txt": "x", "a/leak.txt": "x"}, {"a/good.txt": "hello world"})
+    os.symlink(outside, c / "truth/a/leak.txt")
+    os.symlink(outside, c / "docs/a/evil.txt")
+    os.symlink(outside_q, c / "questions.jsonl")
+    out = tmp_path / "o"
+    r = cli_process("run", str(c), "-p", "reference", "--stage", "extraction", "--out", str(out), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert {"report.json", "report.md", "report.html", "measurements.parquet"} <= {p.name for p in out.iterdir()}
+    assert SECRET not in _every_output_text(out) and SECRET not in r.stdout + r.stderr
+    rep = load_report(out)
+    named = {f["item"]: f["message"] for f in rep["failures"]}
+    assert {"truth/a/leak.txt", "docs/a/evil.txt", "questions.jsonl"} <= set(named)
+    assert all("outside the corpus" in named[k] for k in ("truth/a/leak.txt", "docs/a/evil.txt", "questions.jsonl"))
+    assert any(m["item"] == "a/good" and m["metric"] == "extraction.cer" and m["state"] == "ok"
+               for m in measurements(rep))
+
+
+UNPICKLABLE_RUN = """
+import sys
+import ingestaudit.runner as runner
+from ingestaudit.cli import app
+from ingestaudit.truth import Truth
+
+deep = {}
+node = deep
+for _ in range(100_000):
+    node["children"] = [{}]
+    node = node["children"][0]
+real = runner.load_truth
+
+def with_deep(doc, root, limits=None):
+    truth = real(doc, root, limits)
+    return Truth(text=truth.text, sections=(deep,)) if doc.doc_id == "a/deep" else truth
+
+runner.load_truth = with_deep
+sys.argv = ["ingestaudit", *sys.argv[1:]]
+app()
+"""
+
+
+def test_acceptance_a_task_the_pool_cannot_send_is_an_error_row_and_the_run_ends(tmp_path):
+    """Before: RecursionError while pickling in pebble's scheduler thread, and the run waited forever (the time budget
+    never fired). Now the task is an error of its document; the child process's timeout only guards against a hang."""
+    c = corpus(tmp_path / "c", {"a/deep.txt": "x", "a/ok.txt": "x"}, {"a/deep.txt": "hello", "a/ok.txt": "hello"},
+               toml="[run]\ndoc_timeout_s = 5\n")
+    out = tmp_path / "o"
+    r = subprocess.run([sys.executable, "-c", UNPICKLABLE_RUN, "run", str(c), "-p", "reference", "--stage",
+                        "extraction", "--executor", "process", "--workers", "2", "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = load_report(out)
+    cer = {m["item"]: m["state"] for m in measurements(rep) if m["metric"] == "extraction.cer"}
+    assert cer == {"a/deep": "error", "a/ok": "ok"}
+    assert [f["message"].split(" (")[0] for f in rep["failures"]] == [
+        "a/deep: the task cannot be sent to a worker process"]
+
+
+def test_acceptance_20000_one_cell_tables_are_skipped_not_paired(tmp_path):
+    """Before: a 20000 x 20000 TEDS matrix (17 GB in one worker) and a 522 MB report. Now the document's tables rows
+    are skipped with the limit named, before any table is parsed or paired, and the other documents are audited."""
+    table = "<table><tr><td>1</td></tr></table>"
+    c = corpus(tmp_path / "c", {"a/many.txt": "x", "a/ok.txt": "x"},
+               {"a/many.txt": "hello", "a/many.json": json.dumps({"tables": [table]}),
+                "a/ok.txt": "hello", "a/ok.json": json.dumps({"tables": [table]})})
+    outputs = tmp_path / "outputs/ext/a"
+    outputs.mkdir(parents=True)
+    (outputs / "many.json").write_text(json.dumps({"text": "hello", "tables": [table] * 20_000}))
+    (outputs / "ok.json").write_text(json.dumps({"text": "hello", "tables": [table]}))
+    out = tmp_path / "o"
+    r = cli("run", str(c), "--outputs", str(tmp_path / "outputs"), "--stage", "tables", "--executor", "serial",
+            "--out", str(out))
+    assert r.exit_code == 0, r.output
+    rep = load_report(out)
+    many = [m for m in measurements(rep) if m["item"] == "a/many"]
+    assert {m["state"] for m in many} == {"skipped"} and len(many) == 7  # 5 document rows + 2 for reference table 0
+    assert {m["detail"]["reason"] for m in many} == {"20000 predicted tables, over limits.tables = 500: not compared"}
+    ok = {m["metric"]: m["value"] for m in measurements(rep) if m["item"] == "a/ok" and m["label"] == ""}
+    assert ok["tables.teds"] == 1.0 and ok["tables.f1"] == 1.0
+    assert (out / "report.json").stat().st_size < 200_000

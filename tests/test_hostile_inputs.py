@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
+from _rows import load_report, measurements
 
 
 def corpus(root: Path, docs: dict[str, str], truth: dict[str, str] | None = None) -> Path:
@@ -81,7 +82,7 @@ def test_layout_problems_reach_the_report_failures(tmp_path):
     os.symlink(tmp_path / "nowhere.pdf", c / "docs/a/dangling.pdf")
     r = run("run", str(c), "-p", "reference", "--out", str(tmp_path / "o"))
     assert r.exit_code == 0, r.output
-    failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
+    failures = load_report(tmp_path / "o")["failures"]
     corpus_failures = {f["item"]: f["message"] for f in failures if f["stage"] == "corpus"}
     assert "same document id" in corpus_failures["docs/a/d.txt"]
     assert corpus_failures["docs/a/dangling.pdf"] == "broken symbolic link"
@@ -165,8 +166,8 @@ def test_a_plugin_calling_sys_exit_becomes_an_error_row(tmp_path):
     c = corpus(tmp_path / "c", {"a/x.txt": "hello"}, {"a/x.txt": "hello"})
     r = run("run", str(c), "-p", f"{__name__}:ExitingParser", "--out", str(tmp_path / "o"))
     assert r.exit_code == 0, r.output
-    report = json.loads((tmp_path / "o/report.json").read_text())
-    cer = [m for m in report["measurements"] if m["metric"] == "extraction.cer"][0]
+    report = load_report(tmp_path / "o")
+    cer = [m for m in measurements(report) if m["metric"] == "extraction.cer"][0]
     assert cer["state"] == "error" and cer["detail"]["reason"] == "SystemExit: 3"
 
 
@@ -199,5 +200,5 @@ def test_deeply_nested_precomputed_output_names_the_file(tmp_path):
     (out / "x.json").write_text("[" * 100_000 + "]" * 100_000)
     r = run("run", str(c), "--outputs", str(tmp_path / "outputs"), "--out", str(tmp_path / "o"))
     assert r.exit_code == 0, r.output
-    failures = json.loads((tmp_path / "o/report.json").read_text())["failures"]
+    failures = load_report(tmp_path / "o")["failures"]
     assert any("x.json: JSON nested too deeply" in f["message"] for f in failures)

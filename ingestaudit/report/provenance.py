@@ -17,49 +17,48 @@ class OutFolderError(Exception):
     """``--out`` names a folder that ingestaudit must not write into; the message says why and what to do."""
 
 
-def _file_digest(path: Path | None, h: "hashlib._Hash") -> None:
-    if path is None:
-        h.update(b"-\0")
-        return
-    try:
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError as exc:
-        h.update(f"unreadable:{exc.errno}".encode())
-    h.update(b"\0")
-
-
-def item_hashes(corpus: Any) -> dict[str, str]:
-    """SHA-256 (hex) per item of a discovered `ingestaudit.corpus.Corpus`.
+def item_hashes(corpus: Any, limits: Any = None) -> dict[str, str]:
+    """SHA-256 (hex, its first `ingestaudit.report.schema.ITEM_HASH_DIGITS` digits) per item of a discovered
+    `ingestaudit.corpus.Corpus`.
 
     A document's hash covers its source file and every truth file (text, JSON, PAGE/ALTO/tables), each preceded by
-    its kind, so a relabelled document counts as changed. A question's hash is that of its JSON object (keys
-    sorted) in ``questions.jsonl``; lines that are not JSON objects with a string ``id`` are left out (the run
-    lists them as problems).
+    its kind, so a relabelled document counts as changed; a file over its size limit (``limits``, an
+    `ingestaudit.config.Limits`; default: the limits the run hashed the corpus with, else the defaults) is never
+    read, its size stands for its bytes (`ingestaudit.corpus.Corpus.content_digests`, which the run's fingerprint
+    shares). A question's hash is that of its JSON object (keys sorted) in ``questions.jsonl``; lines that are not
+    JSON objects with a string ``id``, or that are past a limit (``questions_bytes``, ``question_line_chars``,
+    ``json_depth``), are left out (the run lists them as problems). Never raises for a bad corpus file.
     """
-    out: dict[str, str] = {}
-    for doc in corpus.documents:
-        h = hashlib.sha256()
-        for kind, path in (("doc", doc.path), ("txt", doc.truth_txt), ("json", doc.truth_json),
-                           *(("extra", p) for p in doc.truth_extra)):
-            h.update(kind.encode() + b"\0")
-            _file_digest(path, h)
-        out[doc.doc_id] = h.hexdigest()
-    if getattr(corpus, "questions", None) is not None:
+    from ingestaudit.config import Limits
+    from ingestaudit.jsonlimits import loads_limited
+
+    if limits is None:
+        cached = getattr(corpus, "_digests", None)
+        limits = Limits.model_validate_json(next(iter(cached))) if cached else Limits()
+    out = dict(corpus.content_digests(limits)[1])
+    questions = getattr(corpus, "questions", None)
+    lines: list[str] = []
+    if questions is not None:
         try:
-            lines = corpus.questions.read_text(encoding="utf-8").splitlines()
+            if questions.stat().st_size <= limits.questions_bytes:
+                lines = questions.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             lines = []
-        for line in lines:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and isinstance(obj.get("id"), str) and obj["id"] not in out:
-                text = json.dumps(obj, sort_keys=True, ensure_ascii=True)
-                out[obj["id"]] = hashlib.sha256(b"question\0" + text.encode()).hexdigest()
-    return dict(sorted(out.items()))
+    for line in lines:
+        if len(line) > limits.question_line_chars or not line.strip():
+            continue
+        try:
+            obj, past = loads_limited(line, max_depth=limits.json_depth)
+        except (ValueError, RecursionError):
+            continue
+        if past:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str) and obj["id"] not in out:
+            text = json.dumps(obj, sort_keys=True, ensure_ascii=True)
+            out[obj["id"]] = hashlib.sha256(b"question\0" + text.encode()).hexdigest()
+    from ingestaudit.report.schema import ITEM_HASH_DIGITS
+
+    return {k: v[:ITEM_HASH_DIGITS] for k, v in sorted(out.items())}
 
 
 def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
@@ -77,7 +76,9 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
         return ""
     if not out.is_dir():
         raise OutFolderError(f"--out {out}: exists and is not a folder")
-    entries = sorted(p.name for p in out.iterdir())
+    from ingestaudit.io import STAGING_PREFIX
+
+    entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(STAGING_PREFIX))  # a run's own folders
     if not entries:
         return ""
     report = out / "report.json"

@@ -34,6 +34,7 @@ from rapidfuzz.distance import Levenshtein
 from typer.testing import CliRunner
 
 from ingestaudit.importers import DestinationNotEmpty, SourceLayoutError, import_corpus
+from _rows import DIR_KEY, measurements
 
 PUBLISHED = "expected_cer_wer_dinglehopper-0.11.0.json"
 
@@ -102,11 +103,13 @@ def report(imported, tmp_path_factory) -> dict:
     def no_constant(name: str):
         raise AssertionError(f"report.json contains {name}")
 
-    return json.loads((out / "report.json").read_text(encoding="utf-8"), parse_constant=no_constant)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"), parse_constant=no_constant)
+    report[DIR_KEY] = str(out)  # where its measurement store is (`_rows.measurements`)
+    return report
 
 
 def rows_of(report: dict) -> dict[tuple[str, str, str], dict]:
-    return {(m["item"], m["pipeline"], m["metric"]): m for m in report["measurements"] if m["label"] == ""}
+    return {(m["item"], m["pipeline"], m["metric"]): m for m in measurements(report) if m["label"] == ""}
 
 
 # --- importer ------------------------------------------------------------------------------------------------------

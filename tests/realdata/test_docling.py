@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from ingestaudit.importers import import_corpus
 from ingestaudit.truth import TruthFile
+from _rows import measurements
 
 PG9 = "docling/2305.03393v1-pg9"
 
@@ -99,7 +100,7 @@ def test_end_to_end_contract_and_latex_checks(src, imported, tmp_path):
     report = json.loads(text, parse_constant=no_constant)
     assert "NaN" not in text and "Infinity" not in text
     assert [p["name"] for p in report["pipelines"]] == ["pymupdf", "docling"]
-    rows = report["measurements"]
+    rows = measurements(out)
     for parser in ("pymupdf", "docling"):
         assert {m["item"] for m in rows if m["pipeline"] == parser} == set(summary.documents)
     for m in rows:

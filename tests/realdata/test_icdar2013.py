@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.importers import import_corpus
+from _rows import measurements
 
 US = "icdar2013-tables/competition-dataset-us"
 # us-005-str.xml, transcribed by hand from its ten <cell> elements (rows 0-4, columns 0-1, no spans)
@@ -133,7 +134,7 @@ def test_pymupdf_and_unstructured_end_to_end(src, imported, tmp_path):
     text = (out / "report.json").read_text(encoding="utf-8")
     assert "NaN" not in text and "Infinity" not in text
     report = json.loads(text)
-    rows = report["measurements"]
+    rows = measurements(out)
     docs = set(summary.documents)
     metrics = {"tables.teds", "tables.teds_s", "tables.precision", "tables.recall", "tables.f1"}
     by = {(m["item"], m["pipeline"], m["metric"], m["label"]): m for m in rows}

@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.importers import DestinationNotEmpty, SourceLayoutError, get_importer, import_corpus
+from _rows import measurements
 
 SRC_NAME = "olmocr-bench-sample"
 CHECK_TYPES = ("present", "absent", "order")
@@ -219,7 +220,7 @@ def test_end_to_end_checks_pass_rate_per_parser_and_type(src, imported, tmp_path
     assert r.exit_code == 0, r.output
     report = strict_json(out / "report.json")
     assert [p["name"] for p in report["pipelines"]] == ["pymupdf", "olmocr"]
-    rows = report["measurements"]
+    rows = measurements(out)
 
     # every document has rows for every parser (a value or a state)
     for parser in ("pymupdf", "olmocr"):

@@ -213,10 +213,7 @@ def audit_and_check(shared_data: Path, tmp_path: Path, limit: int | None) -> Non
     assert fp_row["n_docs"] == len(neg) and fp_row["micro"] == pytest.approx(1000 * fps / tokens)
 
 
-def test_presidio_on_100_records(shared_data, tmp_path):
-    audit_and_check(shared_data, tmp_path, 100)
-
-
 @pytest.mark.slow
-def test_presidio_on_1000_records(shared_data, tmp_path):
-    audit_and_check(shared_data, tmp_path, None)
+def test_presidio_on_300_records(shared_data, tmp_path):
+    """The first 300 of the file's 1,000 records (the whole file takes about 45 s and shows nothing more)."""
+    audit_and_check(shared_data, tmp_path, 300)

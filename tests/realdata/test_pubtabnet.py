@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from ingestaudit.importers import DestinationNotEmpty, SourceLayoutError, import_corpus
 from ingestaudit.truth import TruthFile
+from _rows import load_report, measurements
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +79,9 @@ def test_report_reproduces_the_published_teds(imported, expected, tmp_path):
     r = CliRunner().invoke(app, ["run", str(dest), "--outputs", str(dest / "outputs"), "--stage", "tables",
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    report = load_report(out)
     assert report["config"]["auditors"]["tables"]["deviations"] == "published (PubTabNet reference)"
-    rows = {(m["item"], m["metric"], m["label"]): m for m in report["measurements"]}
+    rows = {(m["item"], m["metric"], m["label"]): m for m in measurements(report)}
     published = expected["batch_sample_pred_vs_sample_gt"]
     assert len(published) == 20
     for name, value in published.items():
@@ -91,7 +92,7 @@ def test_report_reproduces_the_published_teds(imported, expected, tmp_path):
         assert rows[doc_id, "tables.teds", "table/0"]["value"] == pytest.approx(value, abs=1e-9)
         assert rows[doc_id, "tables.teds_s", ""]["value"] >= row["value"] - 1e-12
     # the examples have no prediction: no_prediction rows, outside the averages
-    assert all(m["state"] == "no_prediction" for m in report["measurements"]
+    assert all(m["state"] == "no_prediction" for m in measurements(report)
                if m["doc_class"] == "pubtabnet_examples")
     summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"]
                if s["pipeline"] == "sample_pred"}

@@ -20,6 +20,7 @@ from ingestaudit.auditors.boilerplate import BoilerplateAuditor
 from ingestaudit.importers import DestinationNotEmpty, SourceLayoutError, import_corpus
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import load_truth
+from _rows import load_report, measurements
 
 pytestmark = pytest.mark.filterwarnings("ignore:A test tried to use socket.socket")  # urllib3's IPv6 probe
 
@@ -139,9 +140,9 @@ def test_cli_reports_every_cleaner_on_every_page(imported, by_doc, direct, tmp_p
     out = tmp_path / "report"
     result = CliRunner().invoke(app, ["run", str(dest), "--out", str(out), "--workers", "2"])
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    report = load_report(out)
     assert report["config"]["run"]["parsers"] == ["unstructured"]
-    rows = {(m["item"], m["metric"], m["label"]): m for m in report["measurements"]
+    rows = {(m["item"], m["metric"], m["label"]): m for m in measurements(report)
             if m["stage"] == "boilerplate"}
     for doc_id in by_doc:
         for cleaner in CLEANERS:
