@@ -8,6 +8,10 @@ Per corpus x parser x metric: ``micro`` (sum of numerators / sum of denominators
 value of the main metrics. Parsers: pymupdf (content-stream order), pymupdf with ``sort = true`` (columns interleaved
 line by line), unstructured, tesseract (demo only: OCR is slow and the tagged PDFs are born digital), tagged,
 reference (the reference text itself: order 0 by construction).
+
+Also the cost of listing the discordant example pairs of ``layout.order_discordance`` on a long document with one
+swapped pair: `ingestaudit.metrics.layout.discordant_pairs` (segment tree) against the nested loop it replaced
+(baseline, re-implemented here), same positions, same output, one run each.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ MAIN = ("layout.heading_f1", "layout.heading_level", "layout.hierarchy", "layout
         "layout.order_located", "layout.list_integrity")
 
 
-def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]]) -> list[dict]:
-    """Parse every document with every parser and audit its layout; one result per parser."""
+def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]],
+                 link_roots: tuple[Path, ...] = ()) -> list[dict]:
+    """Parse every document with every parser and audit its layout; one result per parser. ``link_roots``: the
+    folders the corpus's document links may point into (an imported corpus links to its source)."""
     from ingestaudit.auditors.layout import LayoutAuditor
     from ingestaudit.corpus import discover
     from ingestaudit.parsers.base import NoOutput, ParserError, UnsupportedFormat
@@ -40,7 +46,9 @@ def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]])
     from ingestaudit.model import Block, ParsedDocument
     from ingestaudit.truth import Heading, Truth
 
-    found = discover(corpus)
+    found = discover(corpus, link_roots=link_roots)
+    if found.problems:
+        raise SystemExit(f"{corpus}: {found.problems[0]}")
     auditor = LayoutAuditor()
     warm = "\n".join(f"warm-up paragraph number {k} of the bench" for k in range(3))
     auditor.audit(Truth(text=warm, headings=(Heading(level=1, text="Warm up"),)),  # imports out of the timings
@@ -97,6 +105,41 @@ def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]])
     return out
 
 
+def nested_loop_examples(pos: list[float], limit: int) -> list[tuple[int, int]]:
+    """Baseline: the first ``limit`` discordant pairs by a scan of all pairs (the code before the segment tree)."""
+    out: list[tuple[int, int]] = []
+    for i in range(len(pos)):
+        for j in range(i + 1, len(pos)):
+            if pos[i] > pos[j]:
+                out.append((i, j))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def bench_examples(sizes: tuple[int, ...] = (1_000, 2_000, 4_000), big: int = 200_000) -> list[dict]:
+    """Time the example-pair listing with one swapped pair in the middle (the nested loop's worst case)."""
+    from ingestaudit.metrics.layout import discordant_pairs
+
+    out = []
+    for n in (*sizes, big):
+        pos = [float(k) for k in range(n)]
+        pos[n // 2], pos[n // 2 + 1] = pos[n // 2 + 1], pos[n // 2]
+        t0 = time.perf_counter()
+        fast = discordant_pairs(pos, 20)
+        fast_s = time.perf_counter() - t0
+        row = {"n": n, "segment_tree_s": round(fast_s, 4)}
+        if n != big:
+            t0 = time.perf_counter()
+            slow = nested_loop_examples(pos, 20)
+            row["nested_loop_s"] = round(time.perf_counter() - t0, 4)
+            row["nested_over_tree"] = round(row["nested_loop_s"] / fast_s, 1) if fast_s else None
+            assert slow == fast
+        out.append(row)
+        print(f"examples n={n}: {row}", file=sys.stderr)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "layout_results.json")
@@ -110,10 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             dest = Path(tmp) / "tagged"
             import_corpus("pdfplumber-tagged", TAGGED, dest)
-            results += audit_corpus(dest, "tagged", [p for p in parsers if p[0] != "tesseract"])
+            results += audit_corpus(dest, "tagged", [p for p in parsers if p[0] != "tesseract"], (TAGGED,))
     from ingestaudit.auditors.layout import LayoutAuditor
 
-    payload = {"benchmark": "layout", "auditor_options": LayoutAuditor().options(), "results": results}
+    payload = {"benchmark": "layout", "auditor_options": LayoutAuditor().options(), "results": results,
+               "discordant_examples": bench_examples()}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.json}", file=sys.stderr)

