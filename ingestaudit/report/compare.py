@@ -653,11 +653,11 @@ def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) ->
         if c.hard:
             parts.append(f"{len(c.hard)} hard regression{'s' * (len(c.hard) != 1)}")
         if c.missing:
-            parts.append(f"{n_missing} row{'s' * (n_missing != 1)} missing in the head")
+            parts.append(f"{n_missing} item row{'s' * (n_missing != 1)} missing in the head")
         if regs:
             parts.append(f"{len(regs)} regression{'s' * (len(regs) != 1)}"
                          + (f" ({under} underpowered)" if under else ""))
-        verdict = f"gate FAILED: {', '.join(parts)} in {n_rows} compared rows"
+        verdict = f"gate FAILED: {', '.join(parts)} ({n_rows} summary rows compared)"
     else:
         verdict = f"gate held: no regression in {n_rows} compared rows"
     lines = _wrap(verdict, width, "", "  ")
@@ -675,7 +675,7 @@ def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) ->
         if len(c.hard) > MAX_LISTED:
             lines.append(f"  … and {len(c.hard) - MAX_LISTED} more (--json lists all)")
     if c.missing:
-        lines += _wrap(f"missing in the head ({n_missing} row{'s' * (n_missing != 1)}): the baseline measured "
+        lines += _wrap(f"missing in the head ({n_missing} item row{'s' * (n_missing != 1)}): the baseline measured "
                        "them, the head does not report them", width, "", "  ")
         for m in c.missing[:MAX_LISTED]:
             if m.what == "stage":

@@ -35,7 +35,9 @@ LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documen
 HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% interval] n = items ok (/ all); ★ = "
                    "better than every other pipeline on the items both measured, each paired test significant "
                    "after Holm in that direction (corpus-level values have no paired test); 'same N items' = the "
-                   "values over the items every pipeline measured; ↓ lower is better, ↑ higher is better")
+                   "values over the items every pipeline measured; ↓ lower is better, ↑ higher is better; "
+                   "'—' = no value, with the items' states below it: no ref(erence), no pred(iction), skip(ped), "
+                   "err(or)")
 MAX_DRILL_ITEMS = 500  # items with a <details> drill-down in the HTML page; the rest are in measurements.parquet
 
 

@@ -137,7 +137,7 @@ class HeadCell:
     best: bool = False
     total: int = 0  # items in any state (n of them ok)
     corpus: bool = False  # one value over the class (n = documents), not an aggregate of items
-    missing: str = ""  # why there is no value: the most frequent state that is not ok
+    missing: str = ""  # why there is no value: every state that is not ok, most frequent first, with counts
 
     def text(self, with_interval: bool = True) -> str:
         """``value ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
@@ -149,9 +149,10 @@ class HeadCell:
 
     def compact(self) -> tuple[str, str]:
         """``("value ★ n=k/N", "[low, high]")`` for the terminal: k items ok of N in any state, bounds to 3
-        significant digits (a corpus-level value: ``n=`` the documents it was computed over)."""
+        significant digits (a corpus-level value: ``n=`` the documents it was computed over); without a value
+        ``("—", "6 skip, 4 no ref")``, the items' states."""
         if self.value is None:
-            return (f"— ({self.missing})" if self.missing else "—"), ""
+            return "—", self.missing  # the states on the interval's line
         star = " ★" if self.best else ""
         n = f"n={self.n}" + (f"/{self.total}" if self.total > self.n else "")
         ci = f"[{self.low:.3g}, {self.high:.3g}]" if self.low is not None and self.high is not None else ""
@@ -188,6 +189,10 @@ class Headline:
     waterfall_k: int | None
 
 
+STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": "skip", "error": "err"}
+"""How a cell without a value names the states of its items in the terminal (the headline legend spells them out)."""
+
+
 def _note(row: SummaryRow) -> str:
     if row.level == "corpus":  # states count documents: those behind the value and those that never reached it
         bad = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
@@ -201,7 +206,7 @@ def _cell(row: SummaryRow | None) -> HeadCell:
     bad = sorted(((n, s) for s, n in row.states.items() if n and s != "ok"), key=lambda x: (-x[0], x[1]))
     return HeadCell(headline_value(row), row.ci_low, row.ci_high, row.n_docs, _note(row),
                     total=sum(row.states.values()), corpus=row.level == "corpus",
-                    missing=bad[0][1].replace("_", " ") if bad else "")
+                    missing=", ".join(f"{n} {STATE_SHORT.get(st, st)}" for n, st in bad))
 
 
 def significant_best(tests: Sequence[PairedTest], pipelines: Sequence[str], metric: str, label: str,

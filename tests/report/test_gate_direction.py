@@ -131,8 +131,8 @@ def test_a_metric_stage_or_class_missing_in_the_head_fails_and_is_printed(tmp_pa
     result = compare_cli(tmp_path, base, head)
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "gate FAILED: 3 rows missing in the head in 1 compared rows"
-    assert "missing in the head (3 rows): the baseline measured them, the head does not report them" in lines
+    assert lines[0] == "gate FAILED: 3 item rows missing in the head (1 summary rows compared)"
+    assert "missing in the head (3 item rows): the baseline measured them, the head does not report them" in lines
     assert "  p · stage tables: every row (2; classes c, __all__)" in lines
     assert "  p · extraction.cer: classes letters" in lines
     data = json.loads(compare_cli(tmp_path, base, head, "--json").stdout)

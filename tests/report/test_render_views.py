@@ -272,3 +272,17 @@ def test_sweep_curves_are_drawn_when_present():
     assert '<a href="#sweeps">Sweeps</a>' in page
     plain = render_html(build(rows, pipelines=["pymupdf", "unstructured"]))
     assert 'href="#sweeps"' not in plain and 'alt="index sweep"' not in plain
+
+
+def test_a_cell_without_a_value_names_every_state_of_its_items():
+    """Regression: the terminal showed only the most frequent state, so two documents without a reference table and
+    one whose table the parser missed read '— (no reference)'; the cell now lists them all, most frequent first."""
+    from ingestaudit.report.schema import SummaryRow
+    from ingestaudit.report.tables import _cell
+
+    row = SummaryRow(pipeline="p", doc_class="born_digital", stage="tables", metric="tables.teds", label="", n_docs=0,
+                     micro=None, macro=None, ci_low=None, ci_high=None, ci_method="bootstrap",
+                     states={"ok": 0, "no_reference": 2, "no_prediction": 1})
+    assert _cell(row).compact() == ("—", "2 no ref, 1 no pred")
+    skipped = row.model_copy(update={"states": {"skipped": 3, "error": 3, "no_prediction": 1}})
+    assert _cell(skipped).compact() == ("—", "3 err, 3 skip, 1 no pred")  # ties by state name
