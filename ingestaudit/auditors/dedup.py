@@ -346,11 +346,16 @@ def pairwise_jaccard(sets: Sequence[frozenset], max_pairs: int) -> np.ndarray | 
         indptr.append(len(indices))
     x = csr_matrix((np.ones(len(indices), dtype=np.int32), np.array(indices, dtype=np.int64),
                     np.array(indptr, dtype=np.int64)), shape=(n, max(len(vocab), 1)))
+    return _condensed_jaccard(x, np.diff(np.array(indptr, dtype=np.int64)))
+
+
+def _condensed_jaccard(x: Any, sizes: np.ndarray) -> np.ndarray:
+    """Jaccard of every row pair ``i < j`` of the binary sparse matrix ``x`` (rows: sets, ``sizes`` their lengths):
+    intersections from ``x xᵀ``, unions ``|A| + |B| - |A∩B|``, 0.0 for two empty rows; condensed upper triangle."""
     inter = (x @ x.T).toarray().astype(np.int64)
-    size = np.diff(np.array(indptr, dtype=np.int64))
-    iu, ju = np.triu_indices(n, 1)
+    iu, ju = np.triu_indices(x.shape[0], 1)
     i_ = inter[iu, ju]
-    union = size[iu] + size[ju] - i_
+    union = sizes[iu] + sizes[ju] - i_
     out = np.zeros(len(iu), dtype=np.float64)
     np.divide(i_, union, out=out, where=union > 0)
     return out
@@ -371,13 +376,7 @@ def pairwise_jaccard_sorted(sets: Sequence[np.ndarray], max_pairs: int) -> np.nd
     _, cols = np.unique(flat, return_inverse=True)
     x = csr_matrix((np.ones(len(flat), dtype=np.int32), cols.reshape(-1).astype(np.int64), indptr),
                    shape=(n, max(int(cols.max()) + 1 if len(flat) else 0, 1)))
-    inter = (x @ x.T).toarray().astype(np.int64)
-    iu, ju = np.triu_indices(n, 1)
-    i_ = inter[iu, ju]
-    union = sizes[iu] + sizes[ju] - i_
-    out = np.zeros(len(iu), dtype=np.float64)
-    np.divide(i_, union, out=out, where=union > 0)
-    return out
+    return _condensed_jaccard(x, sizes)
 
 
 def _representatives(result: DedupResult) -> list[str]:
