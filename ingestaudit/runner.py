@@ -423,15 +423,6 @@ def _pickle_problem(obj: Any) -> str:
     return ""
 
 
-def _unpicklable(task: Task) -> str:
-    """Why ``task`` cannot be sent to a worker process, or ``""``: a task the pool's scheduler would choke on (a
-    structure nested too deeply, an object that does not pickle) becomes an ``error`` of its document instead of a
-    dead scheduler thread and a run that never ends (issue 15). The run checks each truth as it spills it and what
-    a pipeline's tasks share once."""
-    why = _pickle_problem(task)
-    return _unsendable_message(task.document.doc_id, why) if why else ""
-
-
 def _skipped(task: Task, msg: str, every_stage: bool) -> TaskResult:
     """The rows of a task that is never run because its document is over a size limit: ``skipped`` with ``msg`` for
     every per-document and chain stage (``every_stage``: its labels are over a limit, so none can be trusted) or
@@ -1033,8 +1024,8 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     for d, doc in enumerate(corpus.documents):
         if doc.doc_id in skip:
             for p in range(n_pipes):
-                collector.add(d * n_pipes + p, tasks[d * n_pipes + p], _skipped(tasks[d * n_pipes + p],
-                                                                                 *skip[doc.doc_id]), False)
+                task = tasks[d * n_pipes + p]  # built once: each build reads the truth back from the spill
+                collector.add(d * n_pipes + p, task, _skipped(task, *skip[doc.doc_id]), False)
             continue
         n_runnable += n_pipes
         for p, pipe in enumerate(pipelines):
@@ -1072,6 +1063,9 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     release_memory(store.rows)
     path = work / STORE_NAME
     digest = store.finalize(path)
+    from ingestaudit.report.rows import remember_verified
+
+    remember_verified(path, digest)  # just written and hashed: readers and write_report need not hash it again
     release_memory(store.rows)
     errors = _store_rows(path, states=("error",))
     failures += _unreported_errors(errors, failures)
