@@ -45,6 +45,7 @@ set there (module paths, folders written to, model folders, a scheduler, limits 
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -121,7 +122,8 @@ class Limits(_Strict):
 class ReportConfig(_Strict):
     """The ``[report]`` table: aggregation settings."""
 
-    bootstrap_resamples: int = Field(default=1000, ge=10, description="resamples of every bootstrap interval")
+    bootstrap_resamples: int = Field(default=1000, ge=10, le=100_000,
+                                     description="resamples of every bootstrap interval (at most 100,000)")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="confidence level of every interval")
 
 
@@ -230,8 +232,9 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
       code) and, at any depth of any plug-in's options (pipeline stages, ``[parser_options.*]``,
       ``[auditor_options.*]``), a key naming one (`_PATH_KEY`: ``cache_dir``, ``*_dir``, ``*_path``, ``*_file``,
       ``*_folder``...), since a plug-in writes there (the embedding cache) or reads code from it;
-    - ``run.scheduler`` (tasks sent to a cluster carry the corpus's truth) and ``run.worker_memory_mb`` (the
-      memory limit of the workers);
+    - ``run.scheduler`` (tasks sent to a cluster carry the corpus's truth), ``run.worker_memory_mb`` (the
+      memory limit of the workers), ``run.executor = "serial"`` (no workers, so no memory limit) and
+      ``run.workers`` above the machine's cores;
     - a ``[limits]`` value or ``run.doc_timeout_s`` above its default (a corpus may lower a limit, never raise it).
     """
     from ingestaudit.plugins import is_module_path
@@ -250,6 +253,12 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
     if cfg.run.worker_memory_mb is not None:
         found["run.worker_memory_mb"] = ("the memory limit protects this machine from the corpus: give it in a "
                                          "--config file")
+    if cfg.run.executor == "serial":
+        found["run.executor"] = ("serial runs the corpus's documents in this process, without the workers' memory "
+                                 "limit: give --executor serial on the command line or in a --config file")
+    if cfg.run.workers > (os.cpu_count() or 1):
+        found["run.workers"] = (f"{cfg.run.workers} worker processes on a machine with {os.cpu_count()} cores: give "
+                                "more workers than cores on the command line or in a --config file")
     if cfg.run.cache_dir is not None:
         found["run.cache_dir"] = ("a folder written to is the user's choice: give it in a --config file or "
                                   "$INGESTAUDIT_CACHE")

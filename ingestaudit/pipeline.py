@@ -119,7 +119,8 @@ class Sweep:
         """Parse one ``--sweep`` flag.
 
         Raises:
-            PipelineError: not ``STAGE.OPTION=V1,...``, an unknown stage, or no value.
+            PipelineError: not ``STAGE.OPTION=V1,...``, an unknown stage, no value, or a value given twice (its two
+                variants would have the same name and every document would count twice).
         """
         key, eq, vals = text.partition("=")
         stage, dot, option = key.strip().partition(".")
@@ -134,6 +135,11 @@ class Sweep:
                 values.append(json.loads(v))
             except ValueError:
                 values.append(v)
+        shown = [_show(v) for v in values]
+        twice = sorted({v for v in shown if shown.count(v) > 1})
+        if twice:
+            raise PipelineError(f"--sweep {text!r}: value given twice: {', '.join(twice)} (each variant is a pipeline "
+                                "named after its value)")
         return cls(stage, option.strip(), tuple(values))
 
 

@@ -112,6 +112,17 @@ def test_executor_settings_are_config_but_not_for_an_untrusted_corpus(tmp_path):
     toml.write_text('[run]\nexecutor = "spark"\n')
     with pytest.raises(ConfigError, match="run.executor"):
         load_config(toml)
+    # regression: a corpus could switch the memory limit off (serial) or start a worker per document
+    toml.write_text('[run]\nexecutor = "serial"\n')
+    assert load_config(toml, trusted=True).run.executor == "serial"
+    with pytest.raises(ConfigError, match="run.executor"):
+        load_config(toml)
+    toml.write_text(f'[run]\nworkers = {(os.cpu_count() or 1) + 1}\n')
+    with pytest.raises(ConfigError, match="run.workers"):
+        load_config(toml)
+    toml.write_text('[report]\nbootstrap_resamples = 100000000\n')  # a run that never ends
+    with pytest.raises(ConfigError, match="bootstrap_resamples"):
+        load_config(toml, trusted=True)
 
 
 def test_cli_rejects_unknown_executor_and_scheduler_without_dask(tmp_path):

@@ -73,6 +73,18 @@ def test_a_store_that_does_not_match_its_report_is_an_error_never_rows_of_anothe
     assert r.exit_code == 2 and "does not match" in " ".join(r.output.split())
 
 
+def test_a_store_that_is_not_a_regular_file_is_refused_without_reading_it(demo_run, tmp_path):
+    """Regression: a store linked to /dev/zero was hashed for ever by `report`."""
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "report.json").write_bytes((demo_run / "report.json").read_bytes())
+    (linked / "measurements.parquet").symlink_to("/dev/zero")
+    with pytest.raises(ReportError, match="not a regular file"):
+        store_file(read_report(linked / "report.json"))
+    r = CliRunner().invoke(app, ["report", str(linked / "report.json")])
+    assert r.exit_code == 2 and "not a regular file" in " ".join(r.output.split())
+
+
 def test_a_report_json_names_a_file_beside_it_only(demo_run, tmp_path):
     raw = json.loads((demo_run / "report.json").read_text())
     raw["measurements"]["file"] = "../elsewhere.parquet"

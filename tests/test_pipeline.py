@@ -39,7 +39,10 @@ def test_sweep_values_parse_as_json_where_they_parse():
     assert Sweep.parse("chunker.unit=tokens,chars").values == ("tokens", "chars")
     assert Sweep.parse("cleaner.include_tables=true,false").values == (True, False)
     for bad, message in [("chunker.size", "expected STAGE.OPTION=V1,V2"), ("size=1,2", "expected STAGE.OPTION"),
-                         ("chunkr.size=1", "unknown stage 'chunkr'"), ("chunker.size=", "expected STAGE.OPTION")]:
+                         ("chunkr.size=1", "unknown stage 'chunkr'"), ("chunker.size=", "expected STAGE.OPTION"),
+                         # regression: two variants named pymupdf/size=256 counted every document twice
+                         ("chunker.size=256,128,256", "value given twice: 256"),
+                         ('chunker.size=256,"256"', "value given twice: 256")]:
         with pytest.raises(PipelineError, match=message):
             Sweep.parse(bad)
 

@@ -41,6 +41,11 @@ def store_file(report: Report) -> Path | None:
     except OSError as exc:
         raise ReportError(f"{path}: the measurement store of this report cannot be read ({exc.strerror or exc}); "
                           "keep measurements.parquet beside report.json") from None
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):  # a device (a link to /dev/zero), FIFO or folder: never hashed or opened
+        raise ReportError(f"{path}: the measurement store of this report is not a regular file; keep "
+                          "measurements.parquet beside report.json")
     key = (str(path), st.st_size, st.st_mtime_ns)
     if _VERIFIED.get(key) != ref.sha256:
         from ingestaudit.store import sha256_of
