@@ -16,6 +16,7 @@ import numpy as np
 from ingestaudit.measurement import State
 from ingestaudit.metrics.chunking import DEFAULT_MIN_SPAN_COVERAGE, evidence_coverage
 from ingestaudit.model import Chunk, ParsedDocument
+from ingestaudit.questions import section_key
 
 __all__ = ["DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "DocChunks", "EvidenceRef",
            "EvidenceTrace", "check_chunks", "run_chain", "trace_evidence"]
@@ -110,12 +111,18 @@ def _covered_runs(positions: np.ndarray) -> list[tuple[int, int]]:
 def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref: Any | None,
                    chunk_positions: list[np.ndarray], chunk_sections: list[tuple[str, ...]],
                    chunk_pages: list[int | None], parsed_layout: Any, cleaned_text: str, parsed: ParsedDocument,
-                   min_span_coverage: float) -> EvidenceTrace:
+                   min_span_coverage: float, chunk_intervals: list[tuple[int, int] | None] | None = None,
+                   cleaned_layout: Any | None = None) -> EvidenceTrace:
     """Where one evidence item survives. Span items are measured in reference code points through the composed
     offset maps, a chunk's share of the span by `ingestaudit.metrics.chunking.evidence_coverage` (the one definition
     of "a chunk holds a span"); a section item survives parsing when the parser emitted that heading (exact text
     after white-space collapse and case folding), a page item when the parsed document has that page, a document
-    item when the parsed text is not empty; such items survive cleaning when the cleaned text is not empty."""
+    item when the parsed text is not empty; such items survive cleaning when the cleaned text is not empty.
+
+    A chunk holds a section item when its section path ends with that heading (it starts inside the section) or its
+    located interval (``chunk_intervals``, cleaned coordinates) contains the start of that heading in
+    ``cleaned_layout`` (it starts under an earlier heading and runs into the section: one chunk for a whole short
+    document holds each of its sections)."""
     if ev.kind == "span":
         if parsed_to_ref is None or cleaned_to_ref is None:
             return EvidenceTrace(0.0, 0.0)
@@ -132,11 +139,15 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
                 trace.covered[i] = _covered_runs(pos[(pos >= ev.start) & (pos < ev.end)])
         return trace
     if ev.kind == "section":
-        want = _norm(ev.section or "")
-        found = any(_norm(h.text) == want for h in parsed_layout.headings)
+        want = section_key(ev.section or "")
+        found = any(section_key(h.text) == want for h in parsed_layout.headings)
         alive = 1.0 if found else 0.0
         trace = EvidenceTrace(alive, alive if cleaned_text.strip() else 0.0)
-        trace.holding = [i for i, path in enumerate(chunk_sections) if path and _norm(path[-1]) == want]
+        starts = [h.start for h in getattr(cleaned_layout, "headings", ()) if section_key(h.text) == want]
+        intervals = chunk_intervals or [None] * len(chunk_sections)
+        trace.holding = [i for i, (path, iv) in enumerate(zip(chunk_sections, intervals))
+                         if (path and section_key(path[-1]) == want)  # starts inside the section
+                         or (iv is not None and any(iv[0] <= st < iv[1] for st in starts))]  # runs into it
     elif ev.kind == "page":
         alive = 1.0 if ev.page is not None and ev.page <= max(len(parsed.pages), 1) else 0.0
         trace = EvidenceTrace(alive, alive if cleaned_text.strip() else 0.0)
@@ -147,10 +158,6 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
         trace.holding = list(range(len(chunk_positions)))
     trace.best_chunk_coverage = 1.0 if trace.holding else 0.0
     return trace
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
 
 
 class ChunkOutputError(ValueError):
@@ -298,7 +305,7 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
         doc.evidence[ev.key] = trace_evidence(
             ev, parsed_to_ref=parsed_to_ref, cleaned_to_ref=to_ref, chunk_positions=positions,
             chunk_sections=sections, chunk_pages=pages, parsed_layout=parsed_layout, cleaned_text=cleaned,
-            parsed=parsed, min_span_coverage=min_span_coverage)
+            parsed=parsed, min_span_coverage=min_span_coverage, chunk_intervals=located, cleaned_layout=layout)
     return ChainOutput(cleaned, clean_map, to_ref, layout, chunks, located,
                        bool(getattr(chunker, "normalises_whitespace", False)), tokens,
                        embedder.max_seq_length() if embedder is not None else None, doc, min_span_coverage,

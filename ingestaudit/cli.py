@@ -142,7 +142,7 @@ def run(
                                                         help="A pipeline with this parser and default stages; "
                                                              "repeat for a bake-off.")] = None,
     pipeline: Annotated[Optional[list[str]], typer.Option("--pipeline", envvar="INGESTAUDIT_PIPELINE",
-                                                          help="A [pipelines.NAME] of the config; repeatable.")] = None,
+                                                          help="A \\[pipelines.NAME] table of the config; repeatable.")] = None,
     sweep: Annotated[Optional[list[str]], typer.Option("--sweep", envvar="INGESTAUDIT_SWEEP",
                                                        help="STAGE.OPTION=V1,V2,...: one pipeline variant per value "
                                                             "(e.g. chunker.size=256,512).")] = None,
@@ -331,7 +331,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             for p in validate_pii_gold(truth.text, truth.pii):  # overlaps and Luhn failures warn, bad spans fail
                 (problems if p.severity == "error" else warnings).append(f"{rel}: pii[{p.index}]: {p.message}")
     if found.questions is not None:
-        from ingestaudit.questions import load_questions
+        from ingestaudit.questions import load_questions, unknown_filter_fields
 
         truths = {}
         for doc in found.documents:
@@ -344,6 +344,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         try:
             qset = load_questions(found.questions, found.questions.name, truths, limits)
             problems += [str(p) for p in qset.problems]
+            warnings += [f"{p}; a question is an error for every pipeline none of whose chunks carry it"
+                         for p in unknown_filter_fields(qset, truths, found.questions.name)]
         except OSError as exc:
             problems.append(f"{found.questions.name}: unreadable ({exc.strerror or exc})")
     for w in warnings:

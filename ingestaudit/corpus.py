@@ -186,28 +186,55 @@ def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str |
 
 
 def _visible_files(folder: Path, problems: list[Problem], root: Path, allowed: tuple[Path, ...] = ()) -> list[Path]:
-    """Regular files under ``folder`` (hidden ones skipped); what cannot be audited is added to ``problems``."""
+    """Regular files under ``folder`` (hidden ones skipped), in path order; what cannot be audited is added to
+    ``problems``. Folders are listed with ``os.scandir``, whose entries know their type: a regular file that is not
+    a link, found by descending real folders from a folder that resolves to itself under the resolved ``root``,
+    cannot resolve outside the corpus, so only links and special files go through `unsafe_reason` (a 10,000-document
+    corpus has 30,000 files)."""
     if not folder.is_dir():
         return []
-    out = []
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder.parent).as_posix()
-        if any(part.startswith(".") for part in p.relative_to(folder).parts):
+    direct = folder.resolve() == folder and folder.is_relative_to(root)  # no link above the files
+    found: list[tuple[tuple[str, ...], Path, os.DirEntry]] = []  # (parts under folder, path, entry)
+    todo: list[tuple[tuple[str, ...], Path]] = [((), folder)]
+    while todo:
+        parts, here = todo.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = list(it)
+        except OSError:  # an unreadable folder: named below, as its own entry
             continue
+        for e in entries:
+            if e.name.startswith("."):
+                continue  # hidden, with everything under it
+            sub = (*parts, e.name)
+            found.append((sub, here / e.name, e))
+            if e.is_dir(follow_symlinks=False):
+                todo.append((sub, here / e.name))
+    found.sort(key=lambda f: f[0])  # the order of sorted(folder.rglob("*"))
+    out = []
+    top = folder.name
+    for parts, p, e in found:
+        rel = "/".join((top, *parts))
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:
-            problems.append(Problem(os.fsencode(p.relative_to(folder.parent)).decode("utf-8", "backslashreplace"),
-                                    "", "file name is not valid UTF-8: rename it"))
+            problems.append(Problem(os.fsencode(rel).decode("utf-8", "backslashreplace"), "",
+                                    "file name is not valid UTF-8: rename it"))
             continue
-        if p.is_symlink() and not p.exists():
-            problems.append(Problem(rel, "", "broken symbolic link"))
-        elif p.is_symlink() and p.is_dir():
-            problems.append(Problem(rel, "", "linked folder is not followed: link its files instead"))
-        elif p.is_dir() and not os.access(p, os.R_OK | os.X_OK):
-            problems.append(Problem(rel, "", "folder cannot be read"))
-        elif p.is_dir():
-            continue  # its files come next (rglob descends into real folders only)
+        if e.is_symlink():
+            if not p.exists():
+                problems.append(Problem(rel, "", "broken symbolic link"))
+            elif p.is_dir():
+                problems.append(Problem(rel, "", "linked folder is not followed: link its files instead"))
+            elif (why := unsafe_reason(p, root, allowed)) is not None:
+                problems.append(Problem(rel, "", why))
+            else:
+                out.append(p)
+        elif e.is_dir(follow_symlinks=False):
+            if not os.access(p, os.R_OK | os.X_OK):
+                problems.append(Problem(rel, "", "folder cannot be read"))
+        elif direct and e.is_file(follow_symlinks=False):
+            out.append(p)
         elif (why := unsafe_reason(p, root, allowed)) is not None:
             problems.append(Problem(rel, "", why))
         else:

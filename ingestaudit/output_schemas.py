@@ -37,7 +37,9 @@ class RetrievedChunk(_Strict):
 
 class RetrievalLine(_Strict):
     """One line of ``retrieval.jsonl``: a question and the chunks the user's retriever returned for it. Each question
-    at most once; a question without a line has no results (every evidence item missed by ranking)."""
+    at most once; a question without a line has no results (every evidence item missed by ranking), unless some line
+    cannot be read at all: it may have been that question's, so the question is an error. A bad line that still
+    names its question makes that question an error; the other lines are audited."""
 
     question: StrictStr = Field(min_length=1, description="the question's id in questions.jsonl")
     results: list[RetrievedChunk] = Field(description="the retrieved chunks, best first")
@@ -47,7 +49,8 @@ class RetrievalLine(_Strict):
 
 class AnnResultsLine(_Strict):
     """One line of ``ann_results.jsonl``: the vector store's answer to one query, best first. Ask the store for
-    ``k + 1`` results on self queries: the query's own id is dropped."""
+    ``k + 1`` results on self queries: the query's own id is dropped. A bad line makes its query an error (the
+    other lines are audited); a line whose query cannot be told makes every question without a line an error."""
 
     query: StrictStr = Field(min_length=1, description="a question id (the question embedded with the pipeline's "
                                                        "embedder), or a vector id (a self query: that vector)")

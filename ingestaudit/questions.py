@@ -10,7 +10,7 @@ a bad line never hides the valid ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,9 @@ class Evidence(_Strict):
     end: StrictInt | None = Field(default=None, ge=0, description="the span's end, exclusive (after start, inside "
                                                                   "the reference text)")
     section: StrictStr | None = Field(default=None, min_length=1, description="a heading's text: the section under "
-                                                                              "it (instead of a span)")
+                                                                              "it (instead of a span); one of the "
+                                                                              "document's labelled headings, white "
+                                                                              "space and case aside")
     page: StrictInt | None = Field(default=None, ge=1, description="a page, 1-based (instead of a span or a section)")
     grade: StrictInt = Field(default=1, ge=1, description="graded relevance (the gain of graded metrics such as nDCG)")
 
@@ -71,7 +73,8 @@ class Question(_Strict):
                                                              "answerable, empty when not)")
     filter: dict[str, Scalar | list[Scalar]] | None = Field(
         default=None, description="a hard metadata filter applied before retrieval: field → value or list of "
-                                  "accepted values, tested against the truth's metadata")
+                                  "accepted values, tested against each chunk's metadata (the truth's metadata plus the "
+                                  "chunker's); a field no chunk carries makes the question an error")
     class_: StrictStr | None = Field(default=None, alias="class", min_length=1,
                                      description="the question's stratum (default: the class of its first relevant "
                                                  "document; not '__all__')")
@@ -101,6 +104,7 @@ class QuestionSet:
     questions: tuple[Question, ...] = ()
     problems: tuple[Problem, ...] = ()
     rejected: tuple[tuple[Question, str], ...] = ()
+    lines: Mapping[str, int] = field(default_factory=dict)  # question id -> its 1-based line
 
     def question_class(self, q: Question, doc_classes: Mapping[str, str]) -> str:
         """A question's stratum: its ``class``, else the class of its first relevant document, else ``"unanswerable"``
@@ -133,7 +137,8 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: An
 
     Checks, each a `Problem` with ``field`` = ``line N: <field path>``: invalid JSON or a non-object line, schema
     errors (unknown keys, wrong types: ``true`` or ``12.0`` are not offsets), duplicate ids, an unknown document, a span
-    on a document without reference text, a span outside the reference text. A question with a problem is left out;
+    on a document without reference text, a span outside the reference text, a section on a document without
+    labelled headings or that is none of them. A question with a problem is left out;
     the others are kept. Blank lines are skipped.
 
     Raises:
@@ -192,7 +197,7 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: An
         problems += bad
         if not bad:
             questions.append(q)
-    return QuestionSet(tuple(questions), tuple(problems), tuple(rejected))
+    return QuestionSet(tuple(questions), tuple(problems), tuple(rejected), dict(seen))
 
 
 FILTER_VALUE = "must be a string, a number or a boolean, or a list of them"
@@ -220,6 +225,26 @@ def _schema_problems(exc: ValidationError, rel: str, where: str) -> list[Problem
     return out
 
 
+def section_key(text: str) -> str:
+    """How a ``section`` evidence item matches a heading: white-space runs collapsed to one space, ends stripped,
+    case folded (``"  Fees\nand  Charges"`` matches ``"fees and charges"``). The one definition used by validation
+    and by the stage chain."""
+    return " ".join(text.split()).casefold()
+
+
+def _section_problem(section: str, truth: Truth) -> str | None:
+    """Why a section item names no labelled heading of its document, or None. The document must label its
+    ``headings`` (as a span needs the reference text): a section that no label confirms could only ever be scored
+    against a parser's guess, and with ``--parser reference`` it would always be lost."""
+    want = section_key(section)
+    if not truth.headings:
+        return "a section item needs the document's labelled headings (truth JSON \"headings\")"
+    if any(section_key(h.text) == want for h in truth.headings):
+        return None
+    shown = ", ".join(repr(h.text) for h in truth.headings[:5]) + (", ..." if len(truth.headings) > 5 else "")
+    return f"section {section!r} is none of the document's {len(truth.headings)} labelled headings ({shown})"
+
+
 def _evidence_problems(q: Question, truths: Mapping[str, Truth], rel: str, where: str) -> list[Problem]:
     out = []
     for i, ev in enumerate(q.relevant):
@@ -227,6 +252,11 @@ def _evidence_problems(q: Question, truths: Mapping[str, Truth], rel: str, where
         truth = truths.get(ev.doc)
         if truth is None:
             out.append(Problem(rel, f"{field}.doc", f"unknown document {ev.doc!r} (no docs/{ev.doc}.*)"))
+            continue
+        if ev.kind == "section":
+            why = _section_problem(ev.section or "", truth)
+            if why is not None:
+                out.append(Problem(rel, f"{field}.section", f"{why}: {ev.doc!r}"))
             continue
         if ev.kind != "span":
             continue
@@ -237,6 +267,19 @@ def _evidence_problems(q: Question, truths: Mapping[str, Truth], rel: str, where
             out.append(Problem(rel, f"{field}.end", f"span [{ev.start}, {ev.end}) is outside the reference text of "
                                                     f"{ev.doc!r} ({len(truth.text)} code points)"))
     return out
+
+
+def unknown_filter_fields(qset: QuestionSet, truths: Mapping[str, Truth], rel: str) -> list[Problem]:
+    """One problem per question ``filter`` field that no document's truth ``metadata`` carries (a typo, or a field
+    only a chunker's own metadata can carry). ``validate`` shows these as warnings: a precomputed pipeline's chunks
+    may carry the field; a run makes such a question an ``error`` for each pipeline none of whose chunks carry it.
+    ``field`` is ``"line N: filter.<field>"``."""
+    known: set[str] = set()
+    for t in truths.values():
+        known.update(t.metadata or {})
+    return [Problem(rel, f"line {qset.lines.get(q.id, '?')}: filter.{key}",
+                    f"question {q.id!r}: no document's truth metadata has the field {key!r}")
+            for q in qset.questions for key in (q.filter or {}) if key not in known]
 
 
 def filter_passes(flt: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bool:

@@ -31,26 +31,41 @@ def test_a_wrong_but_possible_pointer_is_left_to_the_attribution_audit():
 
 @pytest.mark.slow
 def test_one_bad_output_is_error_rows_for_that_document_only(tmp_path: Path):
+    """Offsets past the text, negative or reversed: chunking error rows naming the chunk, for that document only;
+    the output file is not rejected, so the document's extraction is still audited."""
+    texts = {"good": "The pump runs at forty litres per hour.", "past": "The valve opens slowly.",
+             "negative": "The seal is rubber.", "reversed": "The gauge reads low.", "boolean": "The tap drips.",
+             "listed": "The hose is green."}
+    bad = {"past": (0, 500), "negative": (-1, 7), "reversed": (9, 2), "boolean": (False, 7), "listed": ([3], 7)}
     root = tmp_path / "corpus"
-    for name, text in (("good", "The pump runs at forty litres per hour."), ("bad", "The valve opens slowly.")):
+    for name, text in texts.items():
         (root / "docs" / "c").mkdir(parents=True, exist_ok=True)
         (root / "docs" / "c" / f"{name}.txt").write_text("x\n")
         (root / "truth" / "c").mkdir(parents=True, exist_ok=True)
         (root / "truth" / "c" / f"{name}.txt").write_text(text)
-        chunks = [{"text": text, "start": 0, "end": len(text)}] if name == "good" else [
-            {"text": "The valve", "start": 0, "end": 500}]
+        start, end = bad.get(name, (0, len(text)))
         out = tmp_path / "out" / "p" / "c"
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{name}.json").write_text(json.dumps({"text": text, "chunks": chunks}))
+        (out / f"{name}.json").write_text(json.dumps({"text": text, "chunks": [
+            {"text": text if name == "good" else text[:7], "start": start, "end": end}]}))
     report_dir = tmp_path / "report"
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "out"), "--out", str(report_dir),
-                                   "--stage", "chunking"])
+                                   "--stage", "chunking", "--stage", "extraction"])
     assert res.exit_code == 0, res.output
     report = load_report(report_dir)
-    att = {r["item"]: r for r in measurements(report) if r["metric"] == "chunking.attribution"}
+    rows = measurements(report)
+    att = {r["item"]: r for r in rows if r["metric"] == "chunking.attribution"}
     assert att["c/good"]["state"] == "ok" and att["c/good"]["value"] == 1.0
-    assert att["c/bad"]["state"] == "error" and "end 500 is outside the text" in att["c/bad"]["detail"]["reason"]
-    assert [f["item"] for f in report["failures"] if f["stage"] == "chunking"] == ["c/bad"]
+    assert att["c/past"]["state"] == "error" and "chunk 0: end 500 is outside the text" in att["c/past"]["detail"]["reason"]
+    assert "chunk 0: start -1 is outside the text" in att["c/negative"]["detail"]["reason"]
+    assert "chunk 0: end 2 is before start 9" in att["c/reversed"]["detail"]["reason"]
+    assert "precomputed chunk 0: 'start' must be an integer or null, got False" in \
+        att["c/boolean"]["detail"]["reason"]  # not JSON's integer: still not a rejected file
+    assert "precomputed chunk 0: 'start' must be an integer or null, got [3]" in att["c/listed"]["detail"]["reason"]
+    assert sorted(f["item"] for f in report["failures"] if f["stage"] == "chunking") == [
+        "c/boolean", "c/listed", "c/negative", "c/past", "c/reversed"]
+    cer = {r["item"]: (r["state"], r["value"]) for r in rows if r["metric"] == "extraction.cer"}
+    assert cer == {f"c/{name}": ("ok", 0.0) for name in texts}
 
 
 def test_an_unknown_embedder_is_one_clear_error_before_any_document(tmp_path: Path):

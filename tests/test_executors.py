@@ -76,6 +76,40 @@ def _exit_or_echo(x: int) -> int:
     return x
 
 
+def _batch_task(x: int) -> int:
+    """Task 5 sleeps past the budget, task 9 kills its worker, task 13 raises; the others echo."""
+    if x == 5:
+        time.sleep(60)
+    if x == 9:
+        os._exit(3)
+    if x == 13:
+        raise ValueError("thirteen")
+    return x
+
+
+@LOCALHOST
+def test_dask_batches_keep_each_tasks_budget_and_failure_its_own():
+    """Tasks travel in batches of 4; a task over its budget, one that kills its worker and one that raises are each
+    their own failure, with the messages of the other executors, and every other task of their batches is a result
+    (those before the failure in its batch too: the batch is run again without it)."""
+    import cloudpickle
+
+    from ingestaudit.executors.dask_executor import DaskExecutor, batch_size
+
+    assert (batch_size(10, 2), batch_size(100, 2), batch_size(10_000, 2)) == (1, 3, 16)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Dask workers cannot import this test module
+    try:
+        with DaskExecutor(2, batch=4) as ex:
+            out = dict(ex.map(_batch_task, list(range(20)), 2.0))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert sorted(out) == list(range(20))
+    assert out[5] == TaskFailure(timeout_message(2.0))
+    assert isinstance(out[9], TaskFailure) and "worker process died" in out[9].message
+    assert out[13] == TaskFailure("ValueError: thirteen")
+    assert {i: out[i] for i in out if i not in (5, 9, 13)} == {i: i for i in range(20) if i not in (5, 9, 13)}
+
+
 @LOCALHOST
 def test_dask_local_cluster_is_on_localhost_and_closed_on_exit():
     import psutil

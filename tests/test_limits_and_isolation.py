@@ -357,7 +357,7 @@ def test_a_task_that_cannot_be_pickled_is_an_error_row_and_the_run_finishes(tmp_
                        "that cannot be pickled"]
 
 
-@pytest.mark.parametrize("field, value", [("pii[0].start", "true"), ("pii[0].end", "5.0"), ("chunks[0].start", "false"),
+@pytest.mark.parametrize("field, value", [("pii[0].start", "true"), ("pii[0].end", "5.0"),
                                           ("blocks[0].page", "2.0"), ("blocks[0].bbox[0]", "true")])
 def test_precomputed_offsets_must_be_json_integers(tmp_path, field, value):
     from ingestaudit.parsers.base import ParserError

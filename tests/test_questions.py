@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
-from ingestaudit.questions import FILTER_VALUE, filter_passes, load_questions
-from ingestaudit.truth import Truth
+from ingestaudit.questions import FILTER_VALUE, filter_passes, load_questions, unknown_filter_fields
+from ingestaudit.truth import Heading, Truth
 from _rows import load_report, measurements
 
 GOOD = {"id": "ok", "question": "What is the fee?", "relevant": [{"doc": "c/a", "start": 11, "end": 21}]}
@@ -108,3 +108,38 @@ def test_filter_passes_a_value_or_a_list_and_fails_a_missing_field():
     assert not filter_passes({"year": 2023}, {"year": 2024})
     assert not filter_passes({"year": 2023}, {})
     assert filter_passes(None, {}) and filter_passes({}, {"a": 1})
+
+
+def test_a_section_item_must_name_a_labelled_heading(tmp_path):
+    truths = {"c/h": Truth(text="Fees and charges\nThe fee is 32.", headings=(Heading(level=1, text="Fees and charges"),
+                                                                          Heading(level=2, text="Refunds"))),
+              "c/t": Truth(text="Fees and charges\nThe fee is 32.")}
+    lines = [json.dumps({"id": f"q{i}", "question": "?", "relevant": [{"doc": d, "section": sec}]})
+             for i, (d, sec) in enumerate([("c/h", "  FEES and\ncharges "), ("c/h", "Fess"),
+                                           ("c/t", "Fees and charges")], start=1)]
+    qs = load_questions(write(tmp_path, lines), "questions.jsonl", truths)
+    assert [str(p) for p in qs.problems] == [
+        "questions.jsonl: line 2: relevant[0].section: section 'Fess' is none of the document's 2 labelled headings "
+        "('Fees and charges', 'Refunds'): 'c/h'",
+        # without labels the heading can only be a parser's guess (and --parser reference would always lose it)
+        "questions.jsonl: line 3: relevant[0].section: a section item needs the document's labelled headings "
+        "(truth JSON \"headings\"): 'c/t'"]
+    assert [q.id for q in qs.questions] == ["q1"]  # white space and case do not matter
+    assert [q.id for q, _ in qs.rejected] == ["q2", "q3"]  # a run gives them error rows
+
+
+def test_a_filter_field_no_truth_metadata_has_is_a_validate_warning(tmp_path):
+    truths = {"c/a": Truth(metadata={"tenant": "acme"}), "c/b": Truth(metadata={"year": 2020})}
+    lines = [json.dumps({"id": "q1", "question": "?", "relevant": [{"doc": "c/a"}],
+                         "filter": {"tenant": "acme", "yeer": 2020}})]
+    qs = load_questions(write(tmp_path, lines), "questions.jsonl", truths)
+    assert [str(p) for p in unknown_filter_fields(qs, truths, "questions.jsonl")] == [
+        "questions.jsonl: line 1: filter.yeer: question 'q1': no document's truth metadata has the field 'yeer'"]
+    root = tmp_path / "corpus"
+    (root / "docs" / "c").mkdir(parents=True)
+    (root / "docs" / "c" / "a.txt").write_text("x\n")
+    write(root, lines)
+    res = CliRunner().invoke(app, ["validate", str(root)])
+    assert res.exit_code == 0, res.output  # a precomputed pipeline's chunks may carry it: a warning
+    assert "warning: questions.jsonl: line 1: filter.tenant: question 'q1': no document's truth metadata has the" \
+        in " ".join(res.output.split())

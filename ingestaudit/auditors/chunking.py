@@ -167,7 +167,8 @@ class ChunkingAuditor(ChainAuditor):
             sizes["tokens"] = size_stats(chain.tokens)
         detail = {"failures": att.counts, "first_failing": att.first_failing[:self.max_failures_listed],
                   "no_page_claimed": sum(c.page is None for c in chunks),
-                  "no_section_claimed": sum(c.section is None for c in chunks), "sizes": sizes, "chunks": len(chunks)}
+                  "no_section_claimed": sum(c.section is None for c in chunks),
+                  "section_claims_unchecked": att.section_unchecked, "sizes": sizes, "chunks": len(chunks)}
         out = [Score.ratio("chunking.attribution", att.verified, att.total, detail=detail)]
         out += self._coherence(chain)
         out += self._boundaries(chain, truth)

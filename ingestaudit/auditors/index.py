@@ -47,7 +47,10 @@ query) replaces the HNSW index: the auditor computes the exact ground truth itse
 a production store is audited without ingestaudit knowing it. Ask the store for ``k + 1`` results on self queries
 (the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
 recall denominators and counted (``detail["no_prediction"]`` of the rows, ``details["queries"]["unanswered"]``),
-never a recall of 0. When the run's only chain stage is ``index``, the runner does not embed the chunks of a
+never a recall of 0. A bad line never stops the audit of the others: a query whose answer cannot be audited (a
+malformed line that still names it, a repeat, a result id not in ``vector_ids.json``; and, while some line cannot be
+read at all, every question without a line) is an ``error``, left out of the denominators and counted
+(``detail["errors"]``, ``details["queries"]["errors"]`` with file and line). When the run's only chain stage is ``index``, the runner does not embed the chunks of a
 pipeline that has ``vectors.npy`` (the user's vectors are audited, the run's would be unused); questions are still
 embedded with the pipeline's embedder, so its model must be the one that made the user's vectors (the dimension is
 checked against the embedder's, with or without questions).
@@ -202,13 +205,21 @@ def read_user_vectors(folder: str | Path) -> tuple[np.ndarray, list[str]]:
 
 class AnnResults(dict):
     """A user's ANN answers (`read_ann_results`): ``query id -> result ids`` in file order, plus where each query was
-    read (``path`` and ``lines``: query id -> 1-based line number), so that later errors name the file and line."""
+    read (``path`` and ``lines``: query id -> 1-based line number), so that later errors name the file and line.
+
+    ``errors``: query id -> why its answer cannot be audited (its line is malformed but still names it, or it is
+    repeated); such a query is an ``error``, never a 0 and never absent. ``unreadable``: the messages of lines whose
+    query cannot be told (invalid JSON, no string ``query``); while there are any, a question with no line is an
+    ``error`` too (its answer may be on one of them)."""
 
     def __init__(self, items: Mapping[str, list[str]] | None = None, *, path: str | Path | None = None,
-                 lines: Mapping[str, int] | None = None) -> None:
+                 lines: Mapping[str, int] | None = None, errors: Mapping[str, str] | None = None,
+                 unreadable: Sequence[str] = ()) -> None:
         super().__init__(items or {})
         self.path = None if path is None else str(path)
         self.lines = dict(lines or {})
+        self.errors = dict(errors or {})
+        self.unreadable = list(unreadable)
 
     def where(self, query: str) -> str:
         """``"<path> line <n>"`` of ``query``, or ``"ann_results"`` when unknown."""
@@ -225,12 +236,17 @@ def read_ann_results(path: str | Path) -> AnnResults:
     """Read a user's ANN answers, ``ann_results.jsonl``: one JSON object per line, ``{"query": str, "results":
     [str, ...]}`` (result ids best first, as the store returned them). Blank lines are skipped.
 
+    A bad line never stops the audit of the others: a line that is not such an object (invalid JSON, missing or
+    unknown key, wrong types) goes to ``errors`` under its query when it still names one (a string ``query``), else
+    to ``unreadable``; a query repeated is an error of that query (its first answer is not used either). Every
+    message names the file and the line number (1-based).
+
     Returns:
-        `AnnResults`: ``query id -> result ids``, file order, with the line of every query.
+        `AnnResults`: ``query id -> result ids``, file order, with the line of every query, ``errors`` and
+        ``unreadable``.
 
     Raises:
-        UserIndexError: unreadable file, invalid JSON, a line that is not such an object (missing or unknown key,
-            wrong types), or a query repeated; the message names the file and the line number (1-based).
+        UserIndexError: the file cannot be read or is not UTF-8.
     """
     path = Path(path)
     try:
@@ -244,24 +260,42 @@ def read_ann_results(path: str | Path) -> AnnResults:
         where = f"{path} line {no}"
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserIndexError(f"{where}: invalid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise UserIndexError(f"{where}: expected an object {{\"query\": id, \"results\": [ids]}}")
-        extra = [k for k in obj if k not in keys_of(AnnResultsLine)]  # the keys docs/outputs.md documents
-        if extra:
-            raise UserIndexError(f"{where}: " + unknown_keys(extra, keys_of(AnnResultsLine),
-                                                             f"{PAGES['outputs']}#{anchor(AnnResultsLine)}"))
-        q, res = obj.get("query"), obj.get("results")
+        except (json.JSONDecodeError, RecursionError) as exc:
+            out.unreadable.append(f"{where}: invalid JSON ({getattr(exc, 'msg', 'nested too deeply')})")
+            continue
+        q = obj.get("query") if isinstance(obj, dict) else None
+        why = _line_problem(obj)
         if not isinstance(q, str) or not q:
-            raise UserIndexError(f"{where}: 'query' must be a non-empty string")
-        if not isinstance(res, list) or not all(isinstance(r, str) for r in res):
-            raise UserIndexError(f"{where}: 'results' must be a list of id strings")
-        if q in out:
-            raise UserIndexError(f"{where}: query {q!r} repeated (first on line {out.lines[q]})")
-        out[q] = res
+            out.unreadable.append(f"{where}: {why}")  # never None here: the query is not a non-empty string
+            continue
+        if q in out.lines:  # an error of that query; a later repeat keeps the first repeat's message
+            earlier = out.errors.get(q)
+            if earlier is None or "repeated (first on line" not in earlier:
+                out.errors[q] = (f"{where}: query {q!r} repeated (first on line {out.lines[q]})"
+                                 + (f"; {earlier}" if earlier else ""))
+            out.pop(q, None)
+            continue
         out.lines[q] = no
+        if why is not None:
+            out.errors[q] = f"{where}: {why}"
+        else:
+            out[q] = obj["results"]
     return out
+
+
+def _line_problem(obj: Any) -> str | None:
+    """Why one parsed ``ann_results.jsonl`` line is not ``{"query": str, "results": [str, ...]}``, or None."""
+    if not isinstance(obj, dict):
+        return "expected an object {\"query\": id, \"results\": [ids]}"
+    extra = [k for k in obj if k not in keys_of(AnnResultsLine)]  # the keys docs/outputs.md documents
+    if extra:
+        return unknown_keys(extra, keys_of(AnnResultsLine), f"{PAGES['outputs']}#{anchor(AnnResultsLine)}")
+    if not isinstance(obj.get("query"), str) or not obj.get("query"):
+        return "'query' must be a non-empty string"
+    res = obj.get("results")
+    if not isinstance(res, list) or not all(isinstance(r, str) for r in res):
+        return "'results' must be a list of id strings"
+    return None
 
 
 # --- the audit -------------------------------------------------------------------------------------------------------
@@ -277,10 +311,13 @@ class _Queries:
     allowed: list[np.ndarray | None]  # sorted unique rows, or None (no filter)
     ncand: np.ndarray  # (m,) candidates per query
     answered: np.ndarray | None = None  # (m,) bool; False: a question a user's ann_results does not answer
+    errored: np.ndarray | None = None  # (m,) bool; True: a query whose answer in a user's ann_results is unusable
 
     def __post_init__(self) -> None:
         if self.answered is None:
             self.answered = np.ones(len(self.keys), dtype=bool)
+        if self.errored is None:
+            self.errored = np.zeros(len(self.keys), dtype=bool)
 
     @property
     def labels(self) -> list[str]:
@@ -352,7 +389,8 @@ class _Scored:
     one: dict[int, np.ndarray]
     den: dict[int, np.ndarray]
     valid: np.ndarray  # (m,) queries with at least one candidate
-    answered: np.ndarray  # (m,) queries with an answer (False only for questions missing from a user's results)
+    answered: np.ndarray  # (m,) queries with an answer (False for questions missing from a user's results and errors)
+    errored: np.ndarray  # (m,) queries whose answer in a user's results cannot be audited (a bad line)
 
     def counted(self, mask: np.ndarray) -> np.ndarray:
         """The queries of ``mask`` that enter a recall: a candidate exists and an answer was given."""
@@ -369,7 +407,7 @@ def _score(base: np.ndarray, q: _Queries, truth: _Truth, ann_ids: np.ndarray, ks
     hic = metric != "l2"
     ann_true = ann.true_scores(base, q.vectors, ann_ids, metric)
     valid = q.ncand > 0
-    out = _Scored({}, {}, {}, {}, valid, np.asarray(q.answered, dtype=bool))
+    out = _Scored({}, {}, {}, {}, valid, np.asarray(q.answered, dtype=bool), np.asarray(q.errored, dtype=bool))
     for k in ks:
         out.hits[k] = ann.intersection_hits(ann_ids, truth.ids, k)
         kth = ann.kth_scores(truth.true, truth.ids, k, higher_is_closer=hic)
@@ -384,7 +422,8 @@ def _score(base: np.ndarray, q: _Queries, truth: _Truth, ann_ids: np.ndarray, ks
 
 def _sums(s: _Scored, mask: np.ndarray, ks: tuple[int, ...]) -> dict[str, Any]:
     m = s.counted(mask)
-    cell: dict[str, Any] = {"queries": int(m.sum()), "no_prediction": int((mask & ~s.answered).sum())}
+    cell: dict[str, Any] = {"queries": int(m.sum()), "no_prediction": int((mask & ~s.answered & ~s.errored).sum()),
+                            "errors": int((mask & s.errored).sum())}
     for k in ks:
         den = s.den[k][m]
         for name, arr in ((f"recall@{k}", s.hits[k]), (f"recall_tie_aware@{k}", np.minimum(s.tie[k], s.den[k]))):
@@ -399,11 +438,21 @@ def _sums(s: _Scored, mask: np.ndarray, ks: tuple[int, ...]) -> dict[str, Any]:
 
 
 def _empty_state(s: _Scored, mask: np.ndarray) -> tuple[State, str]:
-    """Why a row has no counted query: every query with a candidate is unanswered (no_prediction), or none has a
-    candidate (no_reference)."""
+    """Why a row has no counted query: some query's answer is unusable (error: a bad line of a user's
+    ann_results.jsonl), every query with a candidate is unanswered (no_prediction), or none has a candidate
+    (no_reference)."""
+    if (mask & s.errored).any():
+        return State.ERROR, (f"{int((mask & s.errored).sum())} query(ies) of this row have an unusable answer in "
+                             "ann_results.jsonl (listed in the index details) and no other query is counted")
     if (mask & s.valid & ~s.answered).any():
         return State.NO_PREDICTION, "no answer: the questions of this row are absent from ann_results.jsonl"
     return State.NO_REFERENCE, "no query with a candidate"
+
+
+def _missing(metric: str, state: State, reason: str, label: str, extra: dict[str, Any]) -> Score:
+    """A row without a value whose left-out queries are counted under their states (``extra["unreached"]``)."""
+    s = Score.missing(metric, state, reason, label=label)
+    return Score(s.metric, None, None, None, state, label, {**s.detail, **extra})
 
 
 def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, setting: str
@@ -419,29 +468,35 @@ def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, settin
         for cls in sorted(set(classes[in_label].tolist())) + [ALL]:
             mask = in_label & ((classes == cls) if cls != ALL else True)
             m = s.counted(mask)
-            n_q = int(mask.sum())
+            n_q = int(m.sum())  # the queries behind the value; the others are counted under their own states
+            left_out = {"error": int((mask & s.errored).sum()),
+                        "no_reference": int((mask & ~s.errored & ~s.valid).sum()),
+                        "no_prediction": int((mask & ~s.errored & s.valid & ~s.answered).sum())}
+            unreached = {"unreached": {k: v for k, v in left_out.items() if v}}
             base_detail = {"setting": setting, "queries": int(m.sum()), "sampled_chunks": int((m & is_self).sum()),
                            "questions": int((m & ~is_self).sum()),
                            "no_candidates": int((mask & ~s.valid).sum()),
-                           "no_prediction": int((mask & ~s.answered).sum())}
+                           "no_prediction": int((mask & ~s.answered & ~s.errored).sum()),
+                           "errors": int((mask & s.errored).sum())}
             for k in ks:
                 for metric, arr in ((f"index.recall@{k}", s.hits[k]),
                                     (f"index.recall_tie_aware@{k}", np.minimum(s.tie[k], s.den[k]))):
                     if not m.any():
-                        rows.append((cls, Score.missing(metric, *_empty_state(s, mask), label=label), n_q))
+                        rows.append((cls, _missing(metric, *_empty_state(s, mask), label, unreached), n_q))
                         continue
                     num, den = arr[m].astype(float), s.den[k][m].astype(float)
-                    detail = {**base_detail, "macro": float(np.mean(num / den)),
+                    detail = {**base_detail, **unreached, "macro": float(np.mean(num / den)),
                               "ci": _ci(bootstrap_ratio(num, den, seed=seed))}
                     rows.append((cls, Score.ratio(metric, float(num.sum()), float(den.sum()), label=label,
                                                   detail=detail), n_q))
                 metric = f"index.one_recall@{k}"
                 if not m.any():
-                    rows.append((cls, Score.missing(metric, *_empty_state(s, mask), label=label), n_q))
+                    rows.append((cls, _missing(metric, *_empty_state(s, mask), label, unreached), n_q))
                     continue
                 hits = int(s.one[k][m].sum())
                 rows.append((cls, Score.ratio(metric, hits, int(m.sum()), label=label,
-                                              detail={**base_detail, "ci": _ci(wilson(hits, int(m.sum())))}), n_q))
+                                              detail={**base_detail, **unreached,
+                                                      "ci": _ci(wilson(hits, int(m.sum())))}), n_q))
     return rows
 
 
@@ -601,6 +656,12 @@ def _overview(details: dict[str, Any], kmax: int) -> dict[str, list[str]]:
     if q.get("unanswered_total"):
         warnings.append(f"{q['unanswered_total']} question(s) absent from ann_results.jsonl: no_prediction, left out "
                         "of the recall denominators")
+    if q.get("errors_total"):
+        warnings.append(f"{q['errors_total']} query(ies) with an unusable answer in ann_results.jsonl: error, left "
+                        f"out of the recall denominators (first: {q['errors'][0]['reason']})")
+    if q.get("ann_results_problems_total"):
+        warnings.append(f"{q['ann_results_problems_total']} line(s) of ann_results.jsonl name no query of this audit "
+                        f"(first: {q['ann_results_problems'][0]})")
     src = details.get("source", {})
     if src.get("filter_violations"):
         warnings.append(f"{src['filter_violations']} returned id(s) outside a question's filter (counted as misses)")
@@ -622,6 +683,36 @@ def _overview(details: dict[str, Any], kmax: int) -> dict[str, list[str]]:
         lines.append(f"frontier (mean recall@{kmax} against distance computations per query): " + "; ".join(
             f"{p['label']} {_g(p[f'mean_recall@{kmax}'])} at {p['distances_per_query']:.0f}" for p in front))
     return {"warnings": warnings, "lines": lines}
+
+
+def _answer_errors(ann_results: Mapping[str, Sequence[str]], q_ids: Sequence[str], row_of: Mapping[str, int]
+                   ) -> tuple[dict[str, str], list[str]]:
+    """The queries whose user answer cannot be audited, and the answers that name no query.
+
+    Errors (query -> message naming file and line): those `read_ann_results` found (a malformed line that names its
+    query, a repeat), an answer holding an id that is not in ``vector_ids.json``, and, while some line could not be
+    read at all, every question with no line (its answer may be on such a line). Problems: the unreadable lines'
+    messages and the queries that are neither a question nor a vector id (nothing to audit them against)."""
+    errors = dict(getattr(ann_results, "errors", {}))
+    unreadable = list(getattr(ann_results, "unreadable", ()))
+    known = set(q_ids)
+    problems = []
+    for key in [*ann_results, *errors]:
+        if key not in known and key not in row_of:
+            problems.append(f"{_where(ann_results, key)}: query {key!r} is neither a question id nor a vector id "
+                            "(vector_ids.json): not audited")
+            errors.pop(key, None)
+    for key, res in ann_results.items():
+        bad = next((r for r in res if r not in row_of), None)
+        if bad is not None and key not in errors and (key in known or key in row_of):
+            errors[key] = (f"{_where(ann_results, key)}: query {key!r} returns {bad!r}, which is not an id of "
+                           "vector_ids.json")
+    if unreadable:
+        for qid in q_ids:
+            if qid not in ann_results and qid not in errors:
+                errors[qid] = (f"no readable line names this question, and {len(unreadable)} line(s) of the file "
+                               f"cannot be read (its answer may be on one of them; first: {unreadable[0]})")
+    return errors, unreadable + problems
 
 
 def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: Sequence[str], *,
@@ -660,7 +751,9 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         ann_results: a user's answers (`read_ann_results`) instead of an index: query id (question id, or chunk id
             for a self query) -> result chunk ids. No index is built, no sweep runs; a question absent from it is
             ``no_prediction`` (left out of every recall, counted in the rows' ``detail["no_prediction"]`` and in
-            ``details["queries"]["unanswered"]``).
+            ``details["queries"]["unanswered"]``). A query whose answer cannot be audited (see `_answer_errors`) is an
+            ``error``: left out of every recall, counted in the rows' ``detail["errors"]`` and listed in
+            ``details["queries"]["errors"]``; a row whose every query is one is an ``error`` row.
         rtol: relative tolerance of tie-aware recall.
         normalise_in_place: when normalising, overwrite ``vectors`` instead of copying it (for a caller that owns
             the array, e.g. one just read from ``vectors.npy``): the audit then holds one copy of the vectors, not
@@ -672,8 +765,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     Raises:
         IndexInputError: NaN/inf vectors or queries, dimension mismatch, empty base.
         ValueError: lengths that do not match, repeated chunk ids, bad k_list / target / sample size, an unknown
-            metric or kind, an ``ann_results`` query or result id that names nothing (the message names the file
-            and line when ``ann_results`` is an `AnnResults`).
+            metric or kind. (A user's bad answer is never raised: it is that query's error, see ``ann_results``.)
     """
     ks = _check_k_list(k_list)
     kmax = ks[-1]
@@ -730,19 +822,15 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         qv, q_ids, q_cls, q_all = np.zeros((0, d), np.float32), [], [], []
 
     unanswered: list[str] = []
+    errors: dict[str, str] = {}  # query -> why its answer cannot be audited (an error, never a 0)
+    problems: list[str] = []  # lines of the user's answers that name no query of this audit
     if ann_results is not None:
+        errors, problems = _answer_errors(ann_results, q_ids, row_of)
         # the user's answers decide which queries exist: every question, plus the chunk ids they queried with
         q_index = {qid: i for i, qid in enumerate(q_ids)}
-        self_keys = []
-        for key in ann_results:
-            if key in q_index:
-                continue
-            if key not in row_of:
-                raise ValueError(f"{_where(ann_results, key)}: query {key!r} is neither a question id nor a vector "
-                                 "id (vector_ids.json)")
-            self_keys.append(key)
-        sample = np.array(sorted(row_of[k] for k in self_keys), dtype=np.int64)
-        unanswered = [qid for qid in q_ids if qid not in ann_results]
+        self_keys = [k for k in (*ann_results, *errors) if k not in q_index and k in row_of]
+        sample = np.array(sorted({row_of[k] for k in self_keys}), dtype=np.int64)
+        unanswered = [qid for qid in q_ids if qid not in ann_results and qid not in errors]
     for r in sample:
         q_vecs.append(indexed[r])
         keys.append(chunk_ids[r])
@@ -764,9 +852,11 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     ncand = np.array([(n - 1 if s >= 0 else n) if a is None else int(a.size) for s, a in zip(self_rows, allowed)],
                      dtype=np.int64)
     missing = set(unanswered)
+    errored = np.array([k in errors for k in keys], dtype=bool)
     qs = _Queries(np.stack(q_vecs).astype(np.float32) if q_vecs else np.zeros((0, d), np.float32), keys, classes,
-                  srows, allowed, ncand, np.array([k not in missing or s >= 0 for k, s in zip(keys, self_rows)],
-                                                  dtype=bool))
+                  srows, allowed, ncand,
+                  np.array([k not in missing or s >= 0 for k, s in zip(keys, self_rows)], dtype=bool) & ~errored,
+                  errored)
 
     # -- facts about the vectors (before any index exists, so that their scratch memory is not added to it)
     vec_rows, vec_detail = _vector_rows(groups, indexed, chunk_classes, sample if sample.size else
@@ -800,11 +890,9 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     if ann_results is not None:
         raw_ids = np.full((len(keys), kmax + 1), -1, dtype=np.int64)
         for j, key in enumerate(keys):
-            res = ann_results.get(key, [])
-            for pos, rid in enumerate(res[:kmax + 1]):
-                if rid not in row_of:
-                    raise ValueError(f"{_where(ann_results, key)}: query {key!r} returns {rid!r}, which is not an id "
-                                     "of vector_ids.json")
+            if key in errors:
+                continue
+            for pos, rid in enumerate(ann_results.get(key, [])[:kmax + 1]):
                 raw_ids[j, pos] = row_of[rid]
         ann_ids, violations = _clean_answers(raw_ids, qs, kmax)
         scored = _score(indexed, qs, truth, ann_ids, ks, metric, rtol)
@@ -895,6 +983,11 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                           "no_candidates": [k for k, c in zip(keys, ncand) if c == 0][:MAX_LISTED],
                           "unanswered": unanswered[:MAX_LISTED], "unanswered_total": len(unanswered),
                           "unanswered_state": "no_prediction (left out of every recall denominator)",
+                          "errors": [{"query": k, "reason": v} for k, v in list(errors.items())[:MAX_LISTED]],
+                          "errors_total": len(errors),
+                          "errors_state": "error (left out of every recall denominator, counted in the rows' "
+                                          "detail.errors)",
+                          "ann_results_problems": problems[:MAX_LISTED], "ann_results_problems_total": len(problems),
                           "sample_seed": seed, "per_class": per_class, "self_exclusion": SELF_RULE}
     details["overview"] = _overview(details, kmax)
     if timings:
@@ -903,6 +996,19 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
 
 
 # --- the runner's entry point ----------------------------------------------------------------------------------------
+
+def _answer_failures(queries: Mapping[str, Any]) -> list[str]:
+    """The run's failure messages for a user's answers: each query whose answer cannot be audited (named, with its
+    file and line) and each line that names no query, as listed in ``details["queries"]`` (the first `MAX_LISTED`
+    of each; the rest are counted in one more message)."""
+    out = [f"query {e['query']!r}: {e['reason']}" for e in queries.get("errors", [])]
+    out += list(queries.get("ann_results_problems", []))
+    more = (queries.get("errors_total", 0) - len(queries.get("errors", []))
+            + queries.get("ann_results_problems_total", 0) - len(queries.get("ann_results_problems", [])))
+    if more:
+        out.append(f"{more} more unusable line(s) or answer(s) in ann_results.jsonl (see the index details)")
+    return out
+
 
 def has_user_vectors(folder: str | Path | None) -> bool:
     """True when ``folder`` (a precomputed pipeline's outputs) holds a user's ``vectors.npy``: the index audit then
@@ -982,7 +1088,8 @@ class IndexAuditor(PipelineAuditor):
                     f"{user['chunks_without_user_vector']} chunk(s) of the run have no vector in "
                     f"{user['vectors']} (the audit covers the {user['user_vectors']} vectors given)")
         timings = details.pop("timings", {})
-        return PipelineResult(corpus_scores=result.corpus_scores, details=details, timings=timings)
+        return PipelineResult(corpus_scores=result.corpus_scores, details=details, timings=timings,
+                              failures=_answer_failures(details.get("queries", {})))
 
     def _missing(self, state: State, reason: str) -> PipelineResult:
         rows = [(ALL, Score.missing(m, state, reason), 0) for m in self.metric_names()]

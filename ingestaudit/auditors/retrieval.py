@@ -40,7 +40,9 @@ DEFAULT_K = (1, 3, 5, 10)
 
 CONVENTIONS: dict[str, str] = {
     "evidence_item": "an evidence item counts once however many chunks hold it (it is found at the first rank that "
-                     "holds it); a chunk holds a span when it covers at least min_span_coverage of its characters",
+                     "holds it); a chunk holds a span when it covers at least min_span_coverage of its characters, "
+                     "a section when its section path ends with that heading or it contains the heading itself "
+                     "(it starts under an earlier heading and runs into the section)",
     "multi_item_chunk": "a chunk holding several evidence items credits every item no earlier chunk held, at its "
                         "rank, in recall@k, ap and ndcg@k alike (trec_eval with each evidence item a relevant "
                         "document); nDCG discounts the j-th item found at rank max(r, j), never above its place in "
@@ -58,6 +60,9 @@ CONVENTIONS: dict[str, str] = {
             "never re-sorted",
     "empty_result": "a question the retriever returned nothing for scores 0 on every metric and stays in every "
                     "denominator",
+    "repeated_result": "a chunk returned more than once for one question counts once, at its first rank (a "
+                       "user's retrieval.jsonl or retriever can repeat one; the built-in search never does), so "
+                       "ten copies of one relevant chunk are precision@10 0.1, not 1",
     "no_evidence": "a question without evidence (answerable: false) is no_reference for the ranking metrics and "
                    "feeds abstention_auroc",
     "invalid_question": "a question that fails validation (unknown document, span outside the reference text) is "
@@ -190,6 +195,7 @@ class _Run:
                 vectors.append(np.asarray(d.vectors, dtype=np.float32))
         self.rows = rows
         self.meta = meta
+        self.fields: set[str] = set().union(*meta)  # every metadata field some chunk carries
         self.row_of = {r: j for j, r in enumerate(rows)}
         self.vectors = np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
 
@@ -236,6 +242,12 @@ class _Run:
             if isinstance(ann_rank, str):
                 self._all_missing(out, q.id, cls, State.ERROR, ann_rank,
                                   detail={"failure_listed": True} if ann_rank in out.failures else None)
+                unscored["failed"] += 1
+                continue
+            ann_rank = list(dict.fromkeys(ann_rank))  # a repeated chunk counts once, at its first rank
+            unknown = self._unknown_filter_field(q)
+            if unknown is not None:  # listed in the run's failures once per question, the question named
+                self._all_missing(out, q.id, cls, State.ERROR, unknown)
                 unscored["failed"] += 1
                 continue
             if not ann_rank:
@@ -355,12 +367,15 @@ class _Run:
         ``depth``), as rows of this run's chunks, its top-1 score and latency. None when the pipeline has none; a
         message naming the file when it cannot be read (every question is then an ``error``).
 
-        A line that is not a result record (invalid JSON, missing keys, wrong types) or names an unknown question is
-        a problem named with its line number (``problems``, each reported once); the valid lines are audited, and a
-        question that no valid line names is an ``error`` when some line is malformed (that line may have been its
-        own), else an empty result (scores 0). A result naming an unknown document or chunk, a non-finite score, or
-        a question given twice makes that question an ``error`` (message with file and line). Exact and approximate
-        are not told apart: the ranking is the retriever's, its misses are ``missed_by_ranking``."""
+        A line that is not a result record (invalid JSON, missing keys, wrong types) makes its question an ``error``
+        when the line still names a known question; a line whose question cannot be told, or that names an unknown
+        question, is a problem named with its line number (``problems``, each reported once). The valid lines are
+        audited; a question that no line names is an ``error`` when some line could not be read (that line may have
+        been its own: the message says so and names the first such line), else an empty result (scores 0). A result
+        naming an unknown document or chunk, a score that is not a finite number, or a question given twice makes
+        that question an ``error`` (message with file and line; a repeat keeps the first line's own problem in its
+        message); a ``latency_ms`` that is not a finite number >= 0 is a problem and never a percentile. Exact
+        and approximate are not told apart: the ranking is the retriever's, its misses are ``missed_by_ranking``."""
         import json
 
         folder = self.ctx.pipeline.folder
@@ -380,6 +395,7 @@ class _Run:
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
+            rec: Any = None
             try:
                 rec = json.loads(line)
                 if not isinstance(rec, dict):
@@ -389,17 +405,16 @@ class _Run:
                 if not isinstance(qid, str) or not isinstance(results, list):
                     raise TypeError("'question' must be a string and 'results' a list")
             except (KeyError, ValueError, TypeError, RecursionError) as exc:
-                why = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-                malformed.append(f"{path}: line {n}: {why}")
+                why = f"{path}: line {n}: " + (f"missing key {exc}" if isinstance(exc, KeyError) else str(exc))
+                qid = rec.get("question") if isinstance(rec, dict) else None
+                if isinstance(qid, str) and qid in known:  # the line names its question: that question's error
+                    self._put(by_q, first_line, qid, n, (why, why, None), path)
+                else:  # whose results these were cannot be told
+                    malformed.append(why)
                 continue
             if qid not in known:
                 problems.append(f"{path}: line {n}: unknown question {qid!r}")
                 continue
-            if qid in first_line:
-                msg = f"{path}: line {n}: question {qid!r} repeated (first on line {first_line[qid]})"
-                by_q[qid] = (msg, msg, None)
-                continue
-            first_line[qid] = n
             rows: list[int] = []
             problem = None
             for j, r in enumerate(results[:self.depth]):
@@ -409,16 +424,43 @@ class _Run:
                     break
                 rows.append(row)
             score = results[0].get("score") if results and isinstance(results[0], dict) else None
-            score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
-            if problem is None and score is not None and not np.isfinite(score):
-                problem = f"{path}: line {n}: results[0]: score {score!r} is not finite"
-            by_q[qid] = (problem or rows, problem or rows, score)
+            if problem is None and score is not None and (isinstance(score, bool) or not isinstance(
+                    score, (int, float)) or not np.isfinite(score)):
+                problem = f"{path}: line {n}: results[0]: score {score!r} is not a finite number"
+            score = float(score) if problem is None and score is not None else None
+            first = self._put(by_q, first_line, qid, n, (problem or rows, problem or rows, score), path)
             lat = rec.get("latency_ms")
-            if isinstance(lat, (int, float)) and not isinstance(lat, bool):
+            if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float))
+                                    or not np.isfinite(lat) or lat < 0):
+                problems.append(f"{path}: line {n}: latency_ms {lat!r} is not a finite number >= 0: not counted "
+                                "in the latency percentiles")
+            elif lat is not None and first:  # a repeat's is not counted
                 latency.append(float(lat))
-        missing: tuple[Any, Any, float | None] = (malformed[0], malformed[0], None) if malformed else ([], [], None)
+        missing: tuple[Any, Any, float | None] = ([], [], None)
+        if malformed:
+            why = (f"no readable line of {path} names this question, and {len(malformed)} line(s) cannot be read "
+                   f"(its results may be on one of them; first: {malformed[0].removeprefix(f'{path}: ')})")
+            missing = (why, why, None)
         ranks = [by_q.get(q.id, missing) for q in self.ctx.questions]
         return {"ranks": ranks, "latency_ms": latency, "path": str(path), "problems": malformed + problems}
+
+    @staticmethod
+    def _put(by_q: dict[str, tuple[Any, Any, float | None]], first_line: dict[str, int], qid: str, n: int,
+             rank: tuple[Any, Any, float | None], path: Path) -> bool:
+        """Record line ``n``'s result for ``qid``; True when it is the question's first line. A question given twice
+        is an error whose message keeps the first line's own problem, if it had one."""
+        if qid not in first_line:
+            first_line[qid] = n
+            by_q[qid] = rank
+            return True
+        msg = f"{path}: line {n}: question {qid!r} repeated (first on line {first_line[qid]})"
+        earlier = by_q[qid][0]
+        if isinstance(earlier, str) and "repeated (first on line" not in earlier:
+            msg += f"; line {first_line[qid]}: {earlier.removeprefix(f'{path}: line {first_line[qid]}: ')}"
+        elif isinstance(earlier, str):
+            return False  # already an error for a repeat: the first repeat's message stands
+        by_q[qid] = (msg, msg, None)
+        return False
 
     def _user_row(self, r: Any) -> int | str:
         """The chunk row a user's result names (``{"doc", "chunk": index or {"start", "end"}}``), or why not."""
@@ -440,6 +482,19 @@ class _Run:
         if (doc, idx) not in self.row_of:
             return f"unknown chunk {chunk!r} of {doc!r} ({len(d.texts)} chunks)"
         return self.row_of[(doc, idx)]
+
+    def _unknown_filter_field(self, q: Any) -> str | None:
+        """Why ``q``'s filter cannot be what its author meant: a field that none of this pipeline's chunks carry
+        (truth metadata or the chunker's), so the filter would exclude every chunk and its misses would be charged
+        to ``excluded_by_filter``; None when every field is carried, or when the pipeline has no chunk at all (the
+        question then scores 0 like every other)."""
+        if not q.filter or not self.meta:
+            return None
+        missing = sorted(k for k in q.filter if k not in self.fields)
+        if not missing:
+            return None
+        return (f"filter field {', '.join(map(repr, missing))} is carried by none of this pipeline's "
+                f"{len(self.meta)} chunks (truth or chunker metadata): the filter would exclude every chunk")
 
     def _allowed(self, q: Any) -> np.ndarray | None:
         """The chunk rows a question's filter lets through (None: no filter)."""

@@ -4,10 +4,20 @@ With a scheduler address the executor uses that cluster (one that does not answe
 `ExecutorError`); without, it starts a ``LocalCluster`` bound to 127.0.0.1 with one single-threaded worker process
 per worker and no dashboard, and closes it on exit.
 
-At most as many tasks are in flight as the cluster has live worker threads at the moment of submission (asked of the
-scheduler each time, so a worker that died and is restarting does not count): a task starts when it is submitted,
-its budget is counted from then, and a task is never queued on a worker behind another one, where a neighbour that
-kills the worker would take it down too.
+Tasks go to the cluster in batches (`batch_size`: up to `MAX_BATCH` consecutive tasks, fewer when there are few
+tasks; one at a time on a user's cluster), so that a small task does not pay Dask's per-task cost (about 10 ms of
+client, scheduler and worker work here, against a few ms for a precomputed document). Up to `QUEUE_DEPTH` batches
+per live worker thread are in flight (the thread count is asked of the scheduler at most every `_THREADS_S`, so a
+worker that died and is restarting does not count): while one runs, the next already waits on the worker. The
+budget stays per task: the worker reports the start of every task of a batch on the `START_TOPIC` event topic, and
+a task's budget counts from its own start (a report that never arrives falls back to `QUEUE_DEPTH` budgets per task
+of the batch after submission). A task over its budget is that task's failure only: the batch is stopped as below
+and its other tasks (those done before it too: their results were in the batch's lost answer) are submitted again.
+A batch whose worker died is split into single tasks, submitted again. A single task whose worker died runs once
+more alone, with nothing else on the cluster: it may have waited behind the task that ended the worker, or have
+finished just before the worker died, its result unsent. If its worker dies again, alone, it is the cause: the
+``worker process died`` failure, as on the other executors. Tasks are deterministic, so running one again changes
+no result.
 
 A task over its budget is cancelled. What happens to the thread still running it depends on whose cluster it is:
 
@@ -32,13 +42,18 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ingestaudit.executors.base import (Executor, ExecutorError, TaskFailure, apply_memory_limit, died_message,
                                         raise_if_stopped, raised_message, timeout_message)
 
 CONNECT_TIMEOUT_S = 5
+QUEUE_DEPTH = 2  # batches in flight per worker thread: one running, one waiting on the worker
+MAX_BATCH = 16  # tasks per batch at most
+START_TOPIC = "ingestaudit-task-start"  # the event ``[batch key, position]`` a worker logs as it starts a task
 _POLL_S = 0.2
+_THREADS_S = 0.5  # the cluster's live thread count is asked of the scheduler at most this often
 CLOSE_TIMEOUT_S = 2  # a local worker that does not stop within this is killed
 _INITIALISED = False  # per worker process
 
@@ -48,15 +63,43 @@ except ImportError:  # dask is an optional extra: the class is only registered w
     _WorkerPlugin = object  # type: ignore[assignment,misc]
 
 
-def _call(fn: Callable[[Any], Any], initializer: Callable[[], None] | None, workers: int, task: Any) -> Any:
-    """Runs on a worker: the executor's initializer once per worker process, then the task."""
+def _call(fn: Callable[[Any], Any], initializer: Callable[[], None] | None, workers: int, tasks: list[Any],
+          key: str, memory_mb: int | None) -> list[Any]:
+    """Runs on a worker: the executor's initializer once per worker process, then each task of a batch in order,
+    reporting each start (`START_TOPIC`); a task that raises is its `TaskFailure`, the others still run."""
     global _INITIALISED
     if not _INITIALISED:
         os.environ["INGESTAUDIT_POOL_WORKERS"] = str(workers)
         if initializer is not None:
             initializer()
         _INITIALISED = True
-    return fn(task)
+    try:
+        from distributed import get_worker
+
+        log = get_worker().log_event
+    except Exception:  # no reports: the client falls back to a deadline counted from submission
+        log = None
+    out = []
+    for pos, task in enumerate(tasks):
+        if log is not None:
+            log(START_TOPIC, [key, pos])
+        try:
+            out.append(fn(task))
+        except Exception as exc:
+            out.append(TaskFailure(raised_message(exc, memory_mb)))
+    return out
+
+
+def batch_size(n_tasks: int, threads: int) -> int:
+    """Tasks per batch: enough batches for every thread to have `QUEUE_DEPTH` x 8 of them, at most `MAX_BATCH`
+    tasks each (1 below 32 tasks per thread: a small run keeps one task per batch)."""
+    return max(1, min(MAX_BATCH, n_tasks // max(1, threads * QUEUE_DEPTH * 8)))
+
+
+@dataclass
+class _Batch:
+    indices: list[int]  # task indices, in order
+    alone: bool = False  # run with nothing else in flight (a single task whose worker died)
 
 
 def _end_children() -> None:
@@ -188,9 +231,11 @@ class DaskExecutor(Executor):
     name = "dask"
 
     def __init__(self, workers: int = 1, initializer: Callable[[], None] | None = None, *,
-                 scheduler: str | None = None, memory_mb: int | None = None) -> None:
+                 scheduler: str | None = None, memory_mb: int | None = None, batch: int | None = None) -> None:
+        """``batch``: tasks per batch on the local cluster (default `batch_size`); a user's cluster gets 1."""
         super().__init__(workers, initializer, memory_mb=memory_mb if scheduler is None else None)
         self.scheduler = scheduler
+        self.batch = batch
         self._client: Any = None
         self._cluster: Any = None
         self._zombies: dict[str, str] = {}  # key -> worker address: cancelled, still running (a user's cluster)
@@ -261,24 +306,51 @@ class DaskExecutor(Executor):
         self.start()
         client = self._client
         run_id = uuid.uuid4().hex
-        pending = list(range(len(tasks)))[::-1]
-        running: dict[Any, tuple[int, float]] = {}  # future -> (index, deadline)
+        threads = {"n": sum(client.nthreads().values()), "at": time.monotonic()}
+        size = 1 if self.shared else (self.batch or batch_size(len(tasks), threads["n"]))
+        pending = [_Batch(list(range(i, min(i + size, len(tasks))))) for i in range(0, len(tasks), size)][::-1]
+        running: dict[Any, tuple[_Batch, float]] = {}  # future -> (batch, submission time)
+        alone: list[_Batch] = []  # single tasks to run once more, each with nothing else in flight
+        started: dict[str, tuple[int, float]] = {}  # batch key -> (position, monotonic time) of its latest start
+        serial = iter(range(1 << 62))
+
+        def on_start(event: Any) -> None:  # on the client's event-loop thread
+            key, pos = event[1]
+            if pos >= started.get(key, (-1, 0.0))[0]:
+                started[key] = (int(pos), time.monotonic())
+
+        def deadline(fut: Any, batch: _Batch, submitted: float) -> float:
+            st = started.get(fut.key)
+            return st[1] + timeout_s if st is not None else submitted + QUEUE_DEPTH * len(batch.indices) * timeout_s
+
+        def send(batch: _Batch) -> None:
+            key = f"ingestaudit-{run_id}-{next(serial)}"
+            fut = client.submit(_call, fn, self.initializer, self.workers, [tasks[i] for i in batch.indices], key,
+                                self.memory_mb, pure=False, key=key)
+            running[fut] = (batch, time.monotonic())
 
         def submit() -> None:
-            if not pending:
+            if any(b.alone for b, _ in running.values()):
+                return  # a task running alone: nothing joins it
+            if alone:
+                if not running:  # the cluster has drained: the next lone task
+                    send(alone.pop())
                 return
-            threads = sum(client.nthreads().values())  # live threads now
-            slots = max(1, threads - self._busy_zombies())  # one task waits if none is free
-            while pending and len(running) < slots:
-                i = pending.pop()
-                fut = client.submit(_call, fn, self.initializer, self.workers, tasks[i], pure=False,
-                                    key=f"ingestaudit-{run_id}-{i}")
-                running[fut] = (i, time.monotonic() + timeout_s)
+            now = time.monotonic()
+            if pending and now - threads["at"] >= _THREADS_S:
+                threads["n"], threads["at"] = sum(client.nthreads().values()), now  # live threads now
+            slots = max(1, QUEUE_DEPTH * (threads["n"] - self._busy_zombies())) if pending else 0
+            while pending and len(running) < slots:  # at least one batch, even when no thread is free
+                send(pending.pop())
 
+        client.subscribe_topic(START_TOPIC, on_start)
         try:
             submit()
-            while running:
-                nearest = min(d for _, d in running.values())
+            while running or alone or pending:
+                if not running:
+                    submit()
+                    continue
+                nearest = min(deadline(f, b, t) for f, (b, t) in running.items())
                 try:
                     wait(list(running), timeout=max(0.01, min(_POLL_S, nearest - time.monotonic())),
                          return_when="FIRST_COMPLETED")
@@ -286,15 +358,30 @@ class DaskExecutor(Executor):
                     pass
                 raise_if_stopped()
                 for fut in [f for f in running if f.done()]:
-                    i, _ = running.pop(fut)
-                    yield i, _outcome(fut, self.memory_mb)
+                    batch, _ = running.pop(fut)
+                    if fut.status == "finished":
+                        yield from zip(batch.indices, fut.result())
+                    elif len(batch.indices) > 1:  # its worker died: each task again on its own
+                        pending.extend(_Batch([i]) for i in reversed(batch.indices))
+                    elif _died(fut) and not batch.alone:
+                        alone.append(_Batch(batch.indices, alone=True))  # maybe taken down by a neighbour
+                    else:
+                        yield batch.indices[0], _outcome(fut, self.memory_mb)
                 now = time.monotonic()
-                for fut in [f for f, (_, d) in running.items() if d <= now and not f.done()]:
-                    i, _ = running.pop(fut)
+                for fut in [f for f, (b, t) in running.items() if deadline(f, b, t) <= now and not f.done()]:
+                    batch, _ = running.pop(fut)
+                    pos = started.get(fut.key, (0, 0.0))[0]
                     self._stop(fut)
-                    yield i, TaskFailure(timeout_message(timeout_s))
+                    yield batch.indices[pos], TaskFailure(timeout_message(timeout_s))
+                    rest = batch.indices[:pos] + batch.indices[pos + 1:]
+                    if rest:
+                        pending.append(_Batch(rest))
                 submit()
         finally:
+            try:
+                client.unsubscribe_topic(START_TOPIC)
+            except Exception:
+                pass
             if running:  # interrupted or abandoned: nothing more runs for this map
                 client.cancel(list(running), force=True)
 
@@ -340,14 +427,17 @@ class DaskExecutor(Executor):
         return len(still)
 
 
-def _outcome(fut: Any, memory_mb: int | None = None) -> Any:
+def _died(fut: Any) -> bool:
+    """The task's worker died under it (or it was cancelled with it), as opposed to a result or a raised error."""
     from distributed import KilledWorker
 
-    if fut.status == "finished":
-        try:
-            return fut.result()
-        except Exception as exc:
-            return TaskFailure(raised_message(exc, memory_mb))
+    return fut.status == "cancelled" or (fut.status == "error" and isinstance(fut.exception(), KilledWorker))
+
+
+def _outcome(fut: Any, memory_mb: int | None = None) -> Any:
+    """The failure of a single-task batch that did not finish."""
+    from distributed import KilledWorker
+
     if fut.status == "cancelled":
         return TaskFailure(died_message(None, memory_mb))
     exc = fut.exception()

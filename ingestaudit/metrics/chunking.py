@@ -49,6 +49,7 @@ class AttributionResult:
     Attributes:
         verified: chunks whose pointer passes every check, 0..total.
         total: chunks examined.
+        section_unchecked: section claims not checked because the layout locates no heading.
         counts: chunks failing each kind of `FAILURE_KINDS` (every kind present, zeros included); one chunk may
             fail several kinds (a wrong page and a wrong section), so the counts may sum to more than
             ``total - verified``.
@@ -59,6 +60,7 @@ class AttributionResult:
 
     verified: int = 0
     total: int = 0
+    section_unchecked: int = 0  # section claims left unchecked: the layout locates no heading
     counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in FAILURE_KINDS})
     first_failing: list[dict[str, Any]] = field(default_factory=list)
 
@@ -85,7 +87,9 @@ def verify_pointers(cleaned_text: str, chunks: Sequence[Chunk], layout: Any | No
     * ``section_wrong``: the chunk claims a section path and it differs from ``layout.section_path_at(start)``
       (heading texts compared after white-space collapse).
 
-    A chunk verifies when it fails none. With ``layout`` None, page and section claims are not checked.
+    A chunk verifies when it fails none. With ``layout`` None, page and section claims are not checked; with a
+    layout that locates no heading (a parser output without heading blocks), section claims are not checked either
+    (there is nothing to check them against; ``section_unchecked`` counts them) rather than all failing.
 
     Args:
         cleaned_text: the text the chunker read.
@@ -123,7 +127,9 @@ def verify_pointers(cleaned_text: str, chunks: Sequence[Chunk], layout: Any | No
                 if page != ch.page:
                     kinds.append("page_wrong")
                     found["page"] = page
-            if layout is not None and ch.section is not None:
+            if layout is not None and ch.section is not None and not layout.headings:
+                res.section_unchecked += 1
+            elif layout is not None and ch.section is not None:
                 path = tuple(layout.section_path_at(start))
                 if tuple(map(_collapse, path)) != tuple(map(_collapse, ch.section)):
                     kinds.append("section_wrong")

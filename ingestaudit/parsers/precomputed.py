@@ -76,30 +76,28 @@ class OutputSpan(_Strict):
 
 class OutputChunk(_Strict):
     """A chunk: its text and its pointer (offsets in code points of the cleaned text the chunker read: the output's
-    ``clean_text`` when given, else its ``text``; end exclusive). Pointers are not checked here: the chunking audit
-    verifies them (``chunking.attribution``) so a bad pointer is a measured failure, not a rejected file."""
+    ``clean_text`` when given, else its ``text``; end exclusive). Pointers are not checked here, so a bad one never
+    rejects the file (the document's extraction is still audited): the chunking stage checks them, an offset that
+    is negative, past the text or reversed gives that document's chunking ``error`` rows with the chunk named, and
+    a wrong but possible pointer is a measured failure (``chunking.attribution``)."""
 
     text: str = Field(description="the chunk's text, as it is embedded")
-    start: StrictInt | None = Field(default=None, ge=0, description="offset of the chunk in the cleaned text")
-    end: StrictInt | None = Field(default=None, ge=0, description="end offset, exclusive (not before start)")
+    start: Any = Field(default=None, description="offset of the chunk in the cleaned text, an integer (any other "
+                                                 "JSON value is that document's chunking error, not a rejected file)")
+    end: Any = Field(default=None, description="end offset, exclusive (an integer)")
     page: StrictInt | None = Field(default=None, ge=1, description="the page the chunk starts on, 1-based")
     section: str | list[str] | None = Field(default=None, description="the section path: the headings above the "
                                                                       "chunk, outermost first (or one heading)")
     metadata: dict[str, str | int | float | bool] = Field(default={}, description="metadata a question's filter "
                                                                                   "may test")
 
-    @model_validator(mode="after")
-    def _ordered(self) -> "OutputChunk":
-        if self.start is not None and self.end is not None and self.end < self.start:
-            raise ValueError(f"end ({self.end}) is before start ({self.start})")
-        return self
-
 
 class OutputFile(_Strict):
     """A JSON output file. ``text`` or ``pages`` is required (``text`` defaults to the pages joined by a blank line).
 
     Later-stage outputs (``clean_text``, ``language``, ``pii``, ``dup_cluster``, ``chunks``) go to
-    `ParsedDocument.extras` as plain JSON values; ``pii`` spans and chunk offsets must lie inside ``text``.
+    `ParsedDocument.extras` as plain JSON values; ``pii`` spans must lie inside ``text`` (chunk offsets are
+    checked by the chunking stage, see `OutputChunk`).
     """
 
     text: str | None = Field(default=None, description="the parsed text (or give pages)")

@@ -169,7 +169,11 @@ def corpus_summary_row(score: Score, *, pipeline: str, doc_class: str, n_docs: i
     (once when ``n_docs`` is 0 and nothing else is counted, so an undefined value over nothing keeps its state), and
     ``unreached`` (``state -> count``: items the stage applies to that never reached it, e.g. documents without
     parser output) under their own states. Worked example: a rate over 4 parsed documents of a class of 10 whose
-    other 6 have no output: ``n_docs`` 4, ``states`` ``{"ok": 4, "no_prediction": 6, ...}``."""
+    other 6 have no output: ``n_docs`` 4, ``states`` ``{"ok": 4, "no_prediction": 6, ...}``. Without ``unreached``
+    the score's own ``detail["unreached"]`` is used (an auditor whose rows each leave out different items, e.g. the
+    index audit's queries with an unusable answer)."""
+    if unreached is None:
+        unreached = score.detail.get("unreached")
     states = {s.value: 0 for s in State}
     states[score.state.value] = n_docs
     for state, count in (unreached or {}).items():

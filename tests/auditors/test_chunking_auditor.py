@@ -316,6 +316,34 @@ def test_hierarchy_judges_the_chunks_own_section_claim_and_counts_unmapped_chunk
     assert rows["chunking.hierarchy", ""].value == 1.0
 
 
+def test_section_claims_are_unchecked_not_wrong_when_the_parse_has_no_headings():
+    # an output without heading blocks: the chunks' true section claims cannot be checked, so they do not fail
+    rows, _ = audit(H_PARSED, chunk_dicts(H_PARSED, [(0, 11), (12, len(H_PARSED))], [None, ["1 Intro"]]))
+    att = rows["chunking.attribution", ""]
+    assert (att.numerator, att.denominator) == (2, 2) and att.detail["failures"]["section_wrong"] == 0
+    assert att.detail["section_claims_unchecked"] == 1
+
+
+def test_a_chunk_that_runs_into_a_section_holds_it():
+    # one chunk for the whole document starts under "1 Intro" and contains "2 Fees" and its text: it holds the
+    # section item "2 Fees" (its path at its start is ("1 Intro",)); a second document chunked at the heading holds
+    # it through its path
+    truth = Truth(text=H_REF, headings=(Heading(level=1, text="1 Intro"), Heading(level=2, text="1.1 Detail"),
+                                        Heading(level=1, text="2 Fees")))
+    blocks = [Block("PAGE HEADER"), Block("1 Intro", kind="heading", level=1), Block("Alpha text here."),
+              Block("1.1 Detail", kind="heading", level=2), Block("Beta text here."),
+              Block("2 Fees", kind="heading", level=1), Block("Gamma text here.")]
+    item = EvidenceRef(("q", 0), "section", section="  2 FEES ")
+    start = H_PARSED.index("1 Intro")
+    _, whole = audit(H_PARSED, chunk_dicts(H_PARSED, [(start, len(H_PARSED))]), truth=truth, blocks=blocks,
+                     evidence=[item])
+    assert whole.doc.sections == [("1 Intro",)] and whole.doc.evidence[("q", 0)].holding == [0]
+    fees = H_PARSED.index("2 Fees")
+    _, split = audit(H_PARSED, chunk_dicts(H_PARSED, [(start, fees - 1), (fees, len(H_PARSED))]), truth=truth,
+                     blocks=blocks, evidence=[item])
+    assert split.doc.evidence[("q", 0)].holding == [1]  # the first chunk ends before the heading
+
+
 def test_hierarchy_treats_a_heading_without_a_level_as_layout_hierarchy_does():
     # the parser marks "A" a heading without a level: it is no one's parent, so the path under "B" (level 2) is
     # ("B",), while the labels say ("A", "B"); the old rule (an unknown level taken as 1) would have said ("A", "B")

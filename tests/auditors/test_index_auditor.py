@@ -361,16 +361,24 @@ def test_read_user_vectors_and_results(tmp_path):
     with pytest.raises(UserIndexError, match=r"vectors.npy.*row 1"):
         read_user_vectors(tmp_path)
 
+    # a bad line of ann_results.jsonl is that query's error (or, when its query cannot be told, unreadable)
     path = tmp_path / "ann_results.jsonl"
     path.write_text('{"query": "q1", "results": ["d/a#0"]}\n\n{"query": "q2", "results": "d/a#1"}\n')
-    with pytest.raises(UserIndexError, match=r"ann_results.jsonl line 3: 'results' must be a list"):
-        read_ann_results(path)
-    path.write_text('{"query": "q1", "results": []}\n{"query": "q1", "results": []}\n')
-    with pytest.raises(UserIndexError, match="line 2: query 'q1' repeated"):
-        read_ann_results(path)
-    path.write_text('{"query": "q1", "results": ["x", "y"]}\nnot json\n')
-    with pytest.raises(UserIndexError, match="line 2: invalid JSON"):
-        read_ann_results(path)
+    got = read_ann_results(path)
+    assert dict(got) == {"q1": ["d/a#0"]} and got.unreadable == []
+    assert got.errors == {"q2": f"{path} line 3: 'results' must be a list of id strings"}
+    path.write_text('{"query": "q1", "results": []}\n{"query": "q1", "results": []}\n{"query": "q1", "results": []}\n')
+    got = read_ann_results(path)
+    assert dict(got) == {} and got.errors == {"q1": f"{path} line 2: query 'q1' repeated (first on line 1)"}
+    path.write_text('{"query": "q1", "results": ["x", "y"]}\nnot json\n[1]\n{"query": 3, "results": []}\n')
+    got = read_ann_results(path)
+    assert dict(got) == {"q1": ["x", "y"]} and got.errors == {}
+    assert got.unreadable == [f"{path} line 2: invalid JSON (Expecting value)",
+                              f"{path} line 3: expected an object {{\"query\": id, \"results\": [ids]}}",
+                              f"{path} line 4: 'query' must be a non-empty string"]
+    (tmp_path / "gone.jsonl").mkdir()
+    with pytest.raises(UserIndexError, match="gone.jsonl: unreadable"):
+        read_ann_results(tmp_path / "gone.jsonl")
 
 
 def test_user_results_with_self_queries_and_unknown_ids():
@@ -385,10 +393,17 @@ def test_user_results_with_self_queries_and_unknown_ids():
     r = rows(res, "index.recall@3")
     assert (r.numerator, r.denominator) == (5.0, 6.0)
     assert "timings" not in res.details and res.details["source"]["kind"] == "user ann_results"
-    with pytest.raises(ValueError, match="'zz' is neither a question id nor a vector id"):
-        audit_vectors(base, ids, ["x"] * 30, ann_results={"zz": []})
-    with pytest.raises(ValueError, match="returns 'nope'"):
-        audit_vectors(base, ids, ["x"] * 30, ann_results={"c0": ["nope"]})
+    # an answer naming nothing is not audited and said; an unknown result id is that query's error, never a 0
+    odd = audit_vectors(base, ids, ["x"] * 30, declared_metric="l2", normalised=False, k_list=(3,),
+                        ann_results={**results, "zz": [], "c2": ["c3", "nope"]})
+    r = rows(odd, "index.recall@3")
+    assert (r.numerator, r.denominator, r.detail["errors"]) == (5.0, 6.0, 1)
+    q = odd.details["queries"]
+    assert q["ann_results_problems"] == ["ann_results: query 'zz' is neither a question id nor a vector id "
+                                         "(vector_ids.json): not audited"]
+    assert q["errors"] == [{"query": "c2", "reason": "ann_results: query 'c2' returns 'nope', which is not an id "
+                                                     "of vector_ids.json"}]
+    assert any(w.startswith("1 query(ies) with an unusable answer") for w in odd.details["overview"]["warnings"])
 
 
 # --- the runner's entry point ----------------------------------------------------------------------------------------
@@ -444,11 +459,21 @@ def test_audit_pipeline_reads_a_users_vectors_and_names_a_bad_id(tmp_path):
     res = IndexAuditor(n_sample_queries=4).audit_pipeline(ctx_for(docs, root=tmp_path))
     assert res.corpus_scores[0][1].state is State.ERROR
     (folder / "vector_ids.json").write_text(json.dumps(["a/x#0", "a/x#1", "a/x#2", "a/x#3"]))
-    (folder / "ann_results.jsonl").write_text('{"query": "a/x#0", "results": ["a/x#0", "a/x#1", "a/x#2"]}\n')
+    (folder / "ann_results.jsonl").write_text('{"query": "a/x#0", "results": ["a/x#0", "a/x#1", "a/x#2"]}\n'
+                                              '{"query": "a/x#1", "results": ["a/x#7"]}\n')  # one bad line
     res = IndexAuditor(n_sample_queries=4, k_list=(1,)).audit_pipeline(ctx_for(docs, root=tmp_path))
     assert res.details["source"]["kind"] == "user ann_results"
-    assert [s for c, s, _ in res.corpus_scores if s.metric == "index.recall@1" and c == "__all__"][0].state \
-        is State.OK
+    r = [s for c, s, _ in res.corpus_scores if s.metric == "index.recall@1" and c == "__all__"][0]
+    assert (r.state, r.detail["queries"], r.detail["errors"]) == (State.OK, 1, 1)  # the good line is still audited
+    assert res.details["queries"]["errors"][0]["reason"].endswith(
+        "ann_results.jsonl line 2: query 'a/x#1' returns 'a/x#7', which is not an id of vector_ids.json")
+    assert res.failures == [f"query 'a/x#1': {res.details['queries']['errors'][0]['reason']}"]  # listed once
+    # the left-out query is counted under its own state in the summary, not as an ok item
+    assert r.detail["unreached"] == {"error": 1}
+    from ingestaudit.report.aggregate import corpus_summary_row
+
+    row = corpus_summary_row(r, pipeline="p", doc_class="__all__", n_docs=1)
+    assert (row.states["ok"], row.states["error"]) == (1, 1)
 
 
 def with_dimension(embed, d):
@@ -563,14 +588,29 @@ def test_a_question_missing_from_ann_results_is_no_prediction_not_zero(tmp_path)
     assert y.state is State.NO_PREDICTION and y.value is None and "ann_results.jsonl" in y.detail["reason"]
     assert rows(only, "index.one_recall@3", cls="y").state is State.NO_PREDICTION
     assert any("2 question(s) absent from ann_results.jsonl" in w for w in only.details["overview"]["warnings"])
-    # unknown ids name the file and the line
+
+    # one bad line is that question's error: the others are audited, and the message names the file and the line
     path = tmp_path / "ann_results.jsonl"
-    path.write_text('{"query": "q1", "results": ["c0"]}\n\n{"query": "q2", "results": ["c1", "nope"]}\n')
-    with pytest.raises(ValueError, match=r"ann_results.jsonl line 3: query 'q2' returns 'nope', which is not an id"):
-        audit_vectors(base, ids, ["x"] * 30, ann_results=read_ann_results(path), **kw)
-    path.write_text('{"query": "q1", "results": []}\n{"query": "zz", "results": []}\n')
-    with pytest.raises(ValueError, match=r"ann_results.jsonl line 2: query 'zz' is neither a question id"):
-        audit_vectors(base, ids, ["x"] * 30, ann_results=read_ann_results(path), **kw)
+    lines = [json.dumps({"query": "q1", "results": answered["q1"]}), "",
+             json.dumps({"query": "q2", "results": [ids[exact[1, 0]], "nope"]}),
+             json.dumps({"query": "q3", "results": [ids[i] for i in exact[2]], "extra": 1})]
+    path.write_text("\n".join(lines) + "\n")
+    res = audit_vectors(base, ids, ["x"] * 30, ann_results=read_ann_results(path), **kw)
+    r = rows(res, "index.recall@3")
+    assert (r.state, r.numerator, r.denominator, r.detail["errors"], r.detail["no_prediction"]) == (
+        State.OK, 3.0, 3.0, 2, 0)  # q1 alone is counted: 3/3
+    y = rows(res, "index.recall@3", cls="y")  # q2 and q3 both errors: an error row, not 0 and not no_prediction
+    assert y.state is State.ERROR and "2 query(ies) of this row have an unusable answer" in y.detail["reason"]
+    reasons = {e["query"]: e["reason"] for e in res.details["queries"]["errors"]}
+    assert reasons["q2"] == f"{path} line 3: query 'q2' returns 'nope', which is not an id of vector_ids.json"
+    assert reasons["q3"].startswith(f"{path} line 4: unknown key 'extra'")
+    # a line whose query cannot be told: a question with no line may have been on it, so it is an error too
+    path.write_text("\n".join([lines[0], '{"query": "q2", "resu']) + "\n")
+    res = audit_vectors(base, ids, ["x"] * 30, ann_results=read_ann_results(path), **kw)
+    reasons = {e["query"]: e["reason"] for e in res.details["queries"]["errors"]}
+    assert set(reasons) == {"q2", "q3"} and res.details["queries"]["unanswered_total"] == 0
+    assert reasons["q3"].startswith("no readable line names this question, and 1 line(s) of the file cannot be read "
+                                    f"(its answer may be on one of them; first: {path} line 2: invalid JSON")
 
 
 def test_normalising_in_place_gives_the_same_audit_without_a_second_copy():

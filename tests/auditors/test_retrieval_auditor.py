@@ -95,6 +95,23 @@ def test_false_exclusion_uses_the_holding_chunks_and_ignores_documents_without_c
     assert {s.value for s in rows(result, "retrieval.filter_violation").values()} == {0.0}
 
 
+def test_a_filter_on_a_field_no_chunk_carries_is_an_error_never_excluded_by_filter():
+    # "tennant" is a typo: no chunk carries it, so the filter would exclude everything and charge the miss to the
+    # filter stage; the question is an error for this pipeline, listed once, and the others are audited
+    docs = [doc("c/a", [0, 90], metadata={"tenant": "acme"}, evidence={(q, 0): held(0) for q in ("q1", "q2", "q3")})]
+    qs = [question("q1", ["c/a"], filter={"tenant": "acme"}), question("q2", ["c/a"], filter={"tennant": "acme"}),
+          question("q3", ["c/a"], filter={"tennant": "x", "tenant": "acme"})]
+    result = audit(context(docs, qs, {"q1": 0, "q2": 0, "q3": 0}))
+    rr = rows(result, "retrieval.rr")
+    assert (rr["q1"].state, rr["q1"].value) == (State.OK, 1.0)
+    msg = "filter field 'tennant' is carried by none of this pipeline's 2 chunks (truth or chunker metadata)"
+    for q in ("q2", "q3"):  # each its own error row, which the run lists as a failure of that question
+        assert rr[q].state is State.ERROR and rr[q].detail["reason"].startswith(msg)
+        assert "failure_listed" not in rr[q].detail
+    assert result.failures == []
+    assert outcomes(result, 10) == {"q1": "retrieved"}  # no waterfall share for the errors
+
+
 # ----------------------------------------------------------------------------------------------- latency, cost
 
 
@@ -317,32 +334,76 @@ def _user_file(tmp_path, lines):
 
 
 def test_a_malformed_line_in_retrieval_jsonl_is_named_and_the_valid_lines_are_audited(tmp_path):
-    docs = [doc("c/a", [0, 90], evidence={("q1", 0): held(1), ("q2", 0): held(0), ("q3", 0): held(0)})]
-    qs = [question("q1", ["c/a"]), question("q2", ["c/a"]), question("q3", ["c/a"])]
+    ev = {(q, 0): held(1 if q == "q1" else 0) for q in ("q1", "q2", "q3", "q4")}
+    docs = [doc("c/a", [0, 90], evidence=ev)]
+    qs = [question(q, ["c/a"]) for q in ("q1", "q2", "q3", "q4")]
     pipe = _user_file(tmp_path, [json.dumps({"question": "q1", "results": [{"doc": "c/a", "chunk": 0},
                                                                             {"doc": "c/a", "chunk": 1}]}),
-                                 '{"question": "q2", "results": [',  # line 2: cut short
-                                 json.dumps({"question": "q3", "results": [{"doc": "c/a", "chunk": 7}]})])
+                                 '{"question": "q2", "results": [',  # line 2: cut short, its question unknown
+                                 json.dumps({"question": "q3", "results": [{"doc": "c/a", "chunk": 7}]}),
+                                 json.dumps({"question": "q4", "results": {"doc": "c/a"}})])  # names q4
     result = audit(context(docs, qs, {}, pipe=pipe))
     rr = rows(result, "retrieval.rr")
     assert rr["q1"].value == 0.5  # its line is valid: audited
-    assert rr["q2"].state is State.ERROR and "retrieval.jsonl: line 2:" in rr["q2"].detail["reason"]
-    assert rr["q2"].detail["failure_listed"]  # that line may have been q2's: an error, never a silent 0
+    # q2 has no readable line and line 2 cannot be read: it may have been q2's, so an error, never a silent 0
+    assert rr["q2"].state is State.ERROR
+    assert "no readable line of" in rr["q2"].detail["reason"] and "1 line(s) cannot be read (its results may " \
+        "be on one of them; first: line 2: " in rr["q2"].detail["reason"]
     assert rr["q3"].state is State.ERROR
     assert "line 3: results[0]: unknown chunk 7 of 'c/a' (2 chunks)" in rr["q3"].detail["reason"]
+    # line 4 still names its question: q4's own error, not a listed failure
+    assert rr["q4"].state is State.ERROR and "failure_listed" not in rr["q4"].detail
+    assert "line 4: 'question' must be a string and 'results' a list" in rr["q4"].detail["reason"]
     assert len(result.failures) == 1 and "line 2:" in result.failures[0]
 
 
-def test_a_question_repeated_in_retrieval_jsonl_is_an_error_of_that_question(tmp_path):
+def test_without_an_unreadable_line_a_question_with_no_line_scores_0(tmp_path):
     docs = [doc("c/a", [0], evidence={("q1", 0): held(0), ("q2", 0): held(0)})]
-    line = json.dumps({"question": "q1", "results": [{"doc": "c/a", "chunk": 0, "score": 1.0}], "latency_ms": 2.0})
-    pipe = _user_file(tmp_path, [line, line, json.dumps({"question": "q2", "results": [], "latency_ms": 4.0})])
+    pipe = _user_file(tmp_path, [json.dumps({"question": "q1", "results": {"doc": "c/a"}})])
     result = audit(context(docs, [question("q1", ["c/a"]), question("q2", ["c/a"])], {}, pipe=pipe))
+    rr = rows(result, "retrieval.rr")
+    assert rr["q1"].state is State.ERROR  # its malformed line names it
+    assert (rr["q2"].state, rr["q2"].value) == (State.OK, 0.0)  # no line at all: the retriever returned nothing
+    assert result.failures == []
+
+
+def test_a_question_repeated_in_retrieval_jsonl_is_an_error_of_that_question(tmp_path):
+    docs = [doc("c/a", [0], evidence={("q1", 0): held(0), ("q2", 0): held(0), ("q3", 0): held(0)})]
+    line = json.dumps({"question": "q1", "results": [{"doc": "c/a", "chunk": 0, "score": 1.0}], "latency_ms": 2.0})
+    bad = json.dumps({"question": "q3", "results": [{"doc": "c/zz", "chunk": 0}]})
+    pipe = _user_file(tmp_path, [line, line, json.dumps({"question": "q2", "results": [], "latency_ms": 4.0}),
+                                 bad, json.dumps({"question": "q3", "results": []})])
+    qs = [question("q1", ["c/a"]), question("q2", ["c/a"]), question("q3", ["c/a"])]
+    result = audit(context(docs, qs, {}, pipe=pipe))
     rr = rows(result, "retrieval.rr")
     assert rr["q1"].state is State.ERROR and "line 2: question 'q1' repeated (first on line 1)" in \
         rr["q1"].detail["reason"]
     assert rr["q2"].value == 0.0  # an empty result list: 0, kept
+    # the repeat does not hide the first line's own problem
+    assert rr["q3"].detail["reason"].endswith("line 5: question 'q3' repeated (first on line 4); "
+                                              "line 4: results[0]: unknown document 'c/zz'")
     assert result.timings["query_latency_ms"]["p50"] == 2.0 and result.timings["query_latency_ms"]["n"] == 2
+
+
+def test_a_chunk_repeated_in_one_result_list_counts_once_and_bad_scores_and_latencies_are_named(tmp_path):
+    docs = [doc("c/a", [0, 90], evidence={("q1", 0): held(0), ("q2", 0): held(0), ("q3", 0): held(0)})]
+    same = {"doc": "c/a", "chunk": 0, "score": 0.9}
+    pipe = _user_file(tmp_path, [json.dumps({"question": "q1", "results": [same] * 10, "latency_ms": 3.0}),
+                                 json.dumps({"question": "q2", "results": [{"doc": "c/a", "chunk": 0, "score": "high"}],
+                                             "latency_ms": -1e9}),
+                                 json.dumps({"question": "q3", "results": [same], "latency_ms": True})])
+    qs = [question(q, ["c/a"]) for q in ("q1", "q2", "q3")]
+    result = audit(context(docs, qs, {}, pipe=pipe), k=[10])
+    p10 = rows(result, "retrieval.precision@10")["q1"]
+    assert (p10.numerator, p10.denominator) == (1, 10)  # ten copies of one relevant chunk: 1 of 10, not 10 of 10
+    assert rows(result, "retrieval.recall@10")["q1"].value == 1.0
+    q2 = rows(result, "retrieval.rr")["q2"]
+    assert q2.state is State.ERROR and "line 2: results[0]: score 'high' is not a finite number" in q2.detail["reason"]
+    lat = result.timings["query_latency_ms"]
+    assert (lat["n"], lat["p50"]) == (1, 3.0)  # -1e9 and true are never percentiles; each named once
+    assert [f.split(": ", 1)[1] for f in result.failures] == [
+        "line 2: latency_ms -1000000000.0 is not a finite number >= 0: not counted in the latency percentiles",
+        "line 3: latency_ms True is not a finite number >= 0: not counted in the latency percentiles"]
 
 
 def test_depth_below_the_largest_k_is_rejected():
