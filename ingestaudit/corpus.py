@@ -221,19 +221,14 @@ def _visible_files(folder: Path, problems: list[Problem], root: Path, allowed: t
             problems.append(Problem(os.fsencode(rel).decode("utf-8", "backslashreplace"), "",
                                     "file name is not valid UTF-8: rename it"))
             continue
-        if e.is_symlink():
-            if not p.exists():
-                problems.append(Problem(rel, "", "broken symbolic link"))
-            elif p.is_dir():
-                problems.append(Problem(rel, "", "linked folder is not followed: link its files instead"))
-            elif (why := unsafe_reason(p, root, allowed)) is not None:
-                problems.append(Problem(rel, "", why))
-            else:
-                out.append(p)
+        if e.is_symlink() and not p.exists():
+            problems.append(Problem(rel, "", "broken symbolic link"))
+        elif e.is_symlink() and p.is_dir():
+            problems.append(Problem(rel, "", "linked folder is not followed: link its files instead"))
         elif e.is_dir(follow_symlinks=False):
             if not os.access(p, os.R_OK | os.X_OK):
                 problems.append(Problem(rel, "", "folder cannot be read"))
-        elif direct and e.is_file(follow_symlinks=False):
+        elif direct and e.is_file(follow_symlinks=False):  # a regular file, not a link: inside the corpus
             out.append(p)
         elif (why := unsafe_reason(p, root, allowed)) is not None:
             problems.append(Problem(rel, "", why))

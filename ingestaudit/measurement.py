@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -64,9 +65,10 @@ class Score:
         return cls(metric, numerator / denominator, numerator, denominator, State.OK, label, detail or {})
 
     @classmethod
-    def missing(cls, metric: str, state: State, reason: str, *, label: str = "") -> "Score":
-        """A row without a value, in ``state`` (not ``OK``), with ``reason`` kept in the detail."""
-        return cls(metric, None, None, None, state, label, {"reason": reason})
+    def missing(cls, metric: str, state: State, reason: str, *, label: str = "",
+                detail: Mapping[str, Any] | None = None) -> "Score":
+        """A row without a value, in ``state`` (not ``OK``), with ``reason`` kept in the detail beside ``detail``."""
+        return cls(metric, None, None, None, state, label, {"reason": reason, **(detail or {})})
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,8 @@ class ChunkingAuditor(ChainAuditor):
                   "claimed_by_layout": from_layout, "first_wrong": wrong, "labelled_headings": len(truth.headings),
                   "labelled_headings_not_found": ref_layout.headings_not_found}
         if not total:
-            return _missing("chunking.hierarchy", State.NO_PREDICTION, "no chunk maps to the reference text", detail)
+            return Score.missing("chunking.hierarchy", State.NO_PREDICTION, "no chunk maps to the reference text",
+                                 detail=detail)
         return Score.ratio("chunking.hierarchy", matched, total, detail=detail)
 
     def _tokens(self, chain: Any) -> list[Score]:
@@ -307,14 +308,9 @@ class ChunkingAuditor(ChainAuditor):
         detail = {"min_span_coverage": threshold, "n_split": len(split), "split": split, "n_lost": len(lost),
                   "lost_before_chunking": lost}
         if not present:
-            return _missing("chunking.evidence_held", State.NO_PREDICTION,
-                            f"every evidence span ({len(lost)}) was lost before chunking", detail)
+            return Score.missing("chunking.evidence_held", State.NO_PREDICTION,
+                                 f"every evidence span ({len(lost)}) was lost before chunking", detail=detail)
         return Score.ratio("chunking.evidence_held", held, present, detail=detail)
-
-
-def _missing(metric: str, state: State, reason: str, detail: dict[str, Any]) -> Score:
-    """A row without a value, with its reason and diagnostics."""
-    return Score(metric, None, None, None, state, "", {"reason": reason, **detail})
 
 
 def _close_gaps(text: str, intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -254,6 +254,7 @@ def read_ann_results(path: str | Path) -> AnnResults:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserIndexError(f"{path}: unreadable ({exc})") from None
     out = AnnResults(path=path)
+    repeated: set[str] = set()  # queries already given twice: their first repeat's message stands
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -268,9 +269,10 @@ def read_ann_results(path: str | Path) -> AnnResults:
         if not isinstance(q, str) or not q:
             out.unreadable.append(f"{where}: {why}")  # never None here: the query is not a non-empty string
             continue
-        if q in out.lines:  # an error of that query; a later repeat keeps the first repeat's message
-            earlier = out.errors.get(q)
-            if earlier is None or "repeated (first on line" not in earlier:
+        if q in out.lines:  # an error of that query, keeping the first line's own problem
+            if q not in repeated:
+                repeated.add(q)
+                earlier = out.errors.get(q)
                 out.errors[q] = (f"{where}: query {q!r} repeated (first on line {out.lines[q]})"
                                  + (f"; {earlier}" if earlier else ""))
             out.pop(q, None)
@@ -449,12 +451,6 @@ def _empty_state(s: _Scored, mask: np.ndarray) -> tuple[State, str]:
     return State.NO_REFERENCE, "no query with a candidate"
 
 
-def _missing(metric: str, state: State, reason: str, label: str, extra: dict[str, Any]) -> Score:
-    """A row without a value whose left-out queries are counted under their states (``extra["unreached"]``)."""
-    s = Score.missing(metric, state, reason, label=label)
-    return Score(s.metric, None, None, None, state, label, {**s.detail, **extra})
-
-
 def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, setting: str
                  ) -> list[tuple[str, Score, int]]:
     rows: list[tuple[str, Score, int]] = []
@@ -482,7 +478,8 @@ def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, settin
                 for metric, arr in ((f"index.recall@{k}", s.hits[k]),
                                     (f"index.recall_tie_aware@{k}", np.minimum(s.tie[k], s.den[k]))):
                     if not m.any():
-                        rows.append((cls, _missing(metric, *_empty_state(s, mask), label, unreached), n_q))
+                        rows.append((cls, Score.missing(metric, *_empty_state(s, mask), label=label,
+                                                        detail=unreached), n_q))
                         continue
                     num, den = arr[m].astype(float), s.den[k][m].astype(float)
                     detail = {**base_detail, **unreached, "macro": float(np.mean(num / den)),
@@ -491,7 +488,8 @@ def _recall_rows(s: _Scored, q: _Queries, ks: tuple[int, ...], seed: int, settin
                                                   detail=detail), n_q))
                 metric = f"index.one_recall@{k}"
                 if not m.any():
-                    rows.append((cls, _missing(metric, *_empty_state(s, mask), label, unreached), n_q))
+                    rows.append((cls, Score.missing(metric, *_empty_state(s, mask), label=label, detail=unreached),
+                                 n_q))
                     continue
                 hits = int(s.one[k][m].sum())
                 rows.append((cls, Score.ratio(metric, hits, int(m.sum()), label=label,

@@ -23,6 +23,7 @@ filter (a filter violation, counted by ``retrieval.filter_violation``), so the `
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -384,6 +385,7 @@ class _Run:
         path = folder / "retrieval.jsonl"
         by_q: dict[str, tuple[Any, Any, float | None]] = {}
         first_line: dict[str, int] = {}
+        repeated: set[str] = set()  # questions already given twice: their first repeat's message stands
         latency: list[float] = []
         problems: list[str] = []
         malformed: list[str] = []
@@ -408,7 +410,7 @@ class _Run:
                 why = f"{path}: line {n}: " + (f"missing key {exc}" if isinstance(exc, KeyError) else str(exc))
                 qid = rec.get("question") if isinstance(rec, dict) else None
                 if isinstance(qid, str) and qid in known:  # the line names its question: that question's error
-                    self._put(by_q, first_line, qid, n, (why, why, None), path)
+                    self._put(by_q, first_line, repeated, qid, n, (why, why, None), path)
                 else:  # whose results these were cannot be told
                     malformed.append(why)
                 continue
@@ -428,7 +430,7 @@ class _Run:
                     score, (int, float)) or not np.isfinite(score)):
                 problem = f"{path}: line {n}: results[0]: score {score!r} is not a finite number"
             score = float(score) if problem is None and score is not None else None
-            first = self._put(by_q, first_line, qid, n, (problem or rows, problem or rows, score), path)
+            first = self._put(by_q, first_line, repeated, qid, n, (problem or rows, problem or rows, score), path)
             lat = rec.get("latency_ms")
             if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float))
                                     or not np.isfinite(lat) or lat < 0):
@@ -445,20 +447,22 @@ class _Run:
         return {"ranks": ranks, "latency_ms": latency, "path": str(path), "problems": malformed + problems}
 
     @staticmethod
-    def _put(by_q: dict[str, tuple[Any, Any, float | None]], first_line: dict[str, int], qid: str, n: int,
-             rank: tuple[Any, Any, float | None], path: Path) -> bool:
+    def _put(by_q: dict[str, tuple[Any, Any, float | None]], first_line: dict[str, int], repeated: set[str],
+             qid: str, n: int, rank: tuple[Any, Any, float | None], path: Path) -> bool:
         """Record line ``n``'s result for ``qid``; True when it is the question's first line. A question given twice
-        is an error whose message keeps the first line's own problem, if it had one."""
+        is an error whose message keeps the first line's own problem, if it had one; a later repeat changes
+        nothing."""
         if qid not in first_line:
             first_line[qid] = n
             by_q[qid] = rank
             return True
+        if qid in repeated:
+            return False
+        repeated.add(qid)
         msg = f"{path}: line {n}: question {qid!r} repeated (first on line {first_line[qid]})"
         earlier = by_q[qid][0]
-        if isinstance(earlier, str) and "repeated (first on line" not in earlier:
+        if isinstance(earlier, str):
             msg += f"; line {first_line[qid]}: {earlier.removeprefix(f'{path}: line {first_line[qid]}: ')}"
-        elif isinstance(earlier, str):
-            return False  # already an error for a repeat: the first repeat's message stands
         by_q[qid] = (msg, msg, None)
         return False
 
@@ -636,10 +640,8 @@ class _Run:
             if state is State.NO_REFERENCE and spec.name.startswith("retrieval.outcome@"):
                 continue  # an out-of-scope question has no evidence item to place in the waterfall
             for label in labels:
-                s = Score.missing(spec.name, state, reason, label=label)
-                if detail:
-                    s = Score(s.metric, None, None, None, state, label, {**s.detail, **detail})
-                out.item_scores.append((qid, "question", cls, s))
+                out.item_scores.append((qid, "question", cls,
+                                        Score.missing(spec.name, state, reason, label=label, detail=detail)))
 
     # ------------------------------------------------------------------------------------------- pipeline level
 
@@ -658,9 +660,8 @@ class _Run:
                   "no_result": sum(1 for v in top1.values() if v == -np.inf), "left_out": dict(unscored),
                   "confidence": "top-1 score" if self.sign > 0 else "minus the top-1 L2 distance"}
         if not pos or not neg:
-            s = Score.missing("retrieval.abstention_auroc", State.NO_REFERENCE,
-                              "needs answerable and out-of-scope questions")
-            return [("__all__", Score(s.metric, None, None, None, s.state, "", {**s.detail, **detail}), 0)]
+            return [("__all__", Score.missing("retrieval.abstention_auroc", State.NO_REFERENCE,
+                                              "needs answerable and out-of-scope questions", detail=detail), 0)]
         return [("__all__", Score("retrieval.abstention_auroc", auroc(pos, neg), detail=detail),
                  len(pos) + len(neg))]
 
