@@ -246,6 +246,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ingestaudit-scale")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the configurations in turn this many times (the machine's speed drifts: ratios are "
+                         "taken between neighbouring runs)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     results = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
@@ -255,9 +258,9 @@ def main() -> None:
         base = make_corpus(args.work, n, args.seed)
         print(f"[scale] corpus {n}: {base} ({time.perf_counter() - t0:.1f} s)", flush=True)
         configs = args.configs if n < 50000 else [c for c in args.configs if c in args.only_50k]
-        for name in configs:
+        for repeat, name in ((k, c) for k in range(args.repeat) for c in configs):
             r = run_config(base, name, args.work / f"out-{n}-{name}")
-            r.update(documents=n, docs_per_s=n / r["wall_s"])
+            r.update(documents=n, docs_per_s=n / r["wall_s"], repeat=repeat)
             results["runs"].append(r)
             print(f"[scale] {n} {name}: rc {r['exit_code']} {r['wall_s']:.1f} s, {r['docs_per_s']:.1f} docs/s, "
                   f"main peak {r['peak_rss_main_mb']:.0f} MB, tree peak {r['peak_rss_tree_mb']:.0f} MB, "

@@ -395,12 +395,15 @@ class _Subset(Sequence[Task]):
     def __getitem__(self, j: int) -> Task:  # type: ignore[override]
         return self.tasks[self.indices[j]]
 
+    def without_truth(self, j: int) -> Task:
+        return self.tasks.without_truth(self.indices[j])  # type: ignore[attr-defined]
+
 
 class _Tasks(Sequence[Task]):
     """Every document x pipeline task in canonical order (document-major, then pipeline order), built on demand:
     index ``i`` is document ``i // P`` with pipeline ``i % P``; its truth is read back from the truth spill."""
 
-    def __init__(self, corpus: Corpus, pipelines: list[Pipeline], build: Callable[[Document, Pipeline], Task]):
+    def __init__(self, corpus: Corpus, pipelines: list[Pipeline], build: Callable[[Document, Pipeline, bool], Task]):
         self.docs, self.pipelines, self.build = corpus.documents, pipelines, build
 
     def __len__(self) -> int:
@@ -408,7 +411,13 @@ class _Tasks(Sequence[Task]):
 
     def __getitem__(self, i: int) -> Task:  # type: ignore[override]
         d, p = divmod(i, len(self.pipelines))
-        return self.build(self.docs[d], self.pipelines[p])
+        return self.build(self.docs[d], self.pipelines[p], True)
+
+    def without_truth(self, i: int) -> Task:
+        """Task ``i`` with an empty truth and no evidence, for what a result's bookkeeping reads of its task (the
+        document, class and pipeline): the truth is not read back from the spill a second time."""
+        d, p = divmod(i, len(self.pipelines))
+        return self.build(self.docs[d], self.pipelines[p], False)
 
 
 def _pickle_problem(obj: Any) -> str:
@@ -1008,9 +1017,10 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         if why:
             unsendable_pipes[p.name] = why
 
-    def build(doc: Document, pipe: Pipeline) -> Task:
-        return Task(doc, doc_classes[doc.doc_id], truths[doc.doc_id], pipe, specs[pipe.name], stage_args,
-                    tuple(evidence.get(doc.doc_id, ())), config.run.min_span_coverage, config.run.cache_dir, context)
+    def build(doc: Document, pipe: Pipeline, truth: bool) -> Task:
+        return Task(doc, doc_classes[doc.doc_id], truths[doc.doc_id] if truth else Truth(), pipe, specs[pipe.name],
+                    stage_args, tuple(evidence.get(doc.doc_id, ())) if truth else (), config.run.min_span_coverage,
+                    config.run.cache_dir, context)
 
     tasks = _Tasks(corpus, pipelines, build)
     n_pipes = len(pipelines)
@@ -1048,7 +1058,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         order = sendable
         view = _Subset(tasks, order)
         for j, res in _stream(view, executor, config.run.doc_timeout_s):
-            collector.add(order[j], view[j], res, True)
+            collector.add(order[j], view.without_truth(j), res, True)
             if tick:
                 tick()
     failures += collector.failures

@@ -58,6 +58,27 @@ def find_text(text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
     return (m.start(), m.end()) if m else None
 
 
+def _stands_alone(text: str, begin: int, end: int) -> bool:
+    """Whether ``text[begin:end]`` is a line of its own: only white space or Markdown heading marks (``#``) before it
+    on its line, only white space after it."""
+    line_start = text.rfind("\n", 0, begin) + 1
+    line_end = text.find("\n", end)
+    return not text[line_start:begin].strip(" \t#") and not text[end:len(text) if line_end < 0 else line_end].strip()
+
+
+def find_heading(text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
+    """Where a heading ``needle`` lies in ``text`` at or after ``start``: the first occurrence (as `find_text`) that
+    stands on a line of its own (`_stands_alone`), else the first occurrence; ``(begin, end)`` or None. A heading's
+    words often appear in a sentence before the heading itself ("the Results below ..." before "Results")."""
+    first = find_text(text, needle, start)
+    hit = first
+    while hit is not None:
+        if _stands_alone(text, *hit):
+            return hit
+        hit = find_text(text, needle, hit[0] + 1)
+    return first
+
+
 def _paths(headings: tuple[HeadingPos, ...]) -> tuple[tuple[str, ...], ...]:
     """The section path of each heading (itself last), by the stack rule of the module docstring (a heading without
     a level is its own whole path and never enters the stack of possible parents)."""
@@ -181,15 +202,16 @@ class TextLayout:
             headings: ``(level, text)`` pairs, or objects with ``level`` and ``text`` attributes, in document order;
                 level None stays unknown (truth headings always carry one).
 
-        Each heading is searched (`find_text`) from the end of the previous located one; one not found is skipped and
-        counted in ``headings_not_found``.
+        Each heading is searched (`find_heading`: its first occurrence on a line of its own, else its first
+        occurrence) from the end of the previous located one; one not found is skipped and counted in
+        ``headings_not_found``.
         """
         heads: list[HeadingPos] = []
         missing = 0
         cursor = 0
         for item in headings:
             level, label = (item.level, item.text) if hasattr(item, "text") else item
-            hit = find_text(reference_text, label, cursor)
+            hit = find_heading(reference_text, label, cursor)
             if hit is None:
                 missing += 1
                 continue

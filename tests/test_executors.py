@@ -87,22 +87,27 @@ def _batch_task(x: int) -> int:
     return x
 
 
-@LOCALHOST
-def test_dask_batches_keep_each_tasks_budget_and_failure_its_own():
-    """Tasks travel in batches of 4; a task over its budget, one that kills its worker and one that raises are each
+@pytest.mark.parametrize("name", ["process", pytest.param("dask", marks=LOCALHOST)])
+def test_batches_keep_each_tasks_budget_and_failure_its_own(name):
+    """Tasks travel in batches of 8; a task over its budget, one that kills its worker and one that raises are each
     their own failure, with the messages of the other executors, and every other task of their batches is a result
     (those before the failure in its batch too: the batch is run again without it)."""
     import cloudpickle
 
-    from ingestaudit.executors.dask_executor import DaskExecutor, batch_size
+    from ingestaudit.executors.base import batch_size
+    from ingestaudit.executors.dask_executor import DaskExecutor
+    from ingestaudit.executors.process import ProcessExecutor
 
     assert (batch_size(10, 2), batch_size(100, 2), batch_size(10_000, 2)) == (1, 3, 16)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Dask workers cannot import this test module
     try:
-        with DaskExecutor(2, batch=4) as ex:
+        with (DaskExecutor if name == "dask" else ProcessExecutor)(2, batch=8) as ex:
+            t0 = time.monotonic()
             out = dict(ex.map(_batch_task, list(range(20)), 2.0))
+            took = time.monotonic() - t0
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert took < 15  # the sleeper is stopped at its own budget, not at its batch's backstop (8 x 2 s + 1 s)
     assert sorted(out) == list(range(20))
     assert out[5] == TaskFailure(timeout_message(2.0))
     assert isinstance(out[9], TaskFailure) and "worker process died" in out[9].message

@@ -59,3 +59,15 @@ def test_the_same_failure_in_several_pipelines_is_one_failure_and_others_stay_ap
         ("", "a", [], "index"), ("", "b", [], "index"), ("d/x", "a", [], "chunking"), ("d/x", "a", ["a", "b"], "parse")]
     groups = group_failures(got)
     assert [(g.cause, g.count) for g in groups] == [("boom", 2), ("whole stage", 2), ("other", 1)]
+
+
+def test_a_cause_counts_each_problem_of_one_file_and_each_failure_without_an_item():
+    """Regression: the count was distinct (item, pipeline) pairs, so three bad lines of questions.jsonl were "1" and
+    two index failures without an item were "1", below failures_total; the same failure under two stages is one."""
+    fs = [Failure(item="questions.jsonl", pipeline="", stage="questions", message=f"line {n}: id: missing")
+          for n in (2, 5, 9)]
+    fs += [Failure(item="", pipeline="a", stage="index", message=f"ann_results.jsonl line {n}: not JSON")
+           for n in (1, 4)]
+    fs += [Failure(item="d/x", pipeline="a", stage=s, message="timed out after 60 s") for s in ("parse", "chunking")]
+    counts = {g.cause: g.count for g in group_failures(fs)}
+    assert sorted(counts.values()) == [1, 2, 3] and sum(counts.values()) == len(fs) - 1

@@ -142,6 +142,17 @@ def test_from_reference_headings():
     assert lay.section_path_at(25) == ("1 Scope", "1.1 Terms") and lay.section_path_at(40) == ("2 Fees",)
 
 
+def test_a_reference_heading_is_its_own_line_before_a_sentence_naming_it():
+    """Regression: a heading was placed at the first occurrence of its words, here inside the intro sentence, so its
+    section started 38 code points early and the chunk holding that sentence was credited with the section."""
+    ref = "Intro\nThe Results section below has numbers.\n## Results\nAccuracy 0.9.\nResults are final"
+    lay = TextLayout.from_reference_headings(ref, [(1, "Intro"), (2, "Results")])
+    assert [(h.start, h.end) for h in lay.headings] == [(0, 5), (48, 55)]  # "## " is a Markdown mark
+    assert lay.section_path_at(20) == ("Intro",) and lay.section_path_at(60) == ("Intro", "Results")
+    only_in_text = TextLayout.from_reference_headings("see Results here", [(1, "Results")])
+    assert [(h.start, h.end) for h in only_in_text.headings] == [(4, 11)]  # no line of its own: the first one
+
+
 def test_bad_input():
     with pytest.raises(ValueError):
         TextLayout((3, 5))

@@ -19,6 +19,19 @@ touched, so a smaller default would fail documents that fit in memory."""
 
 _MEMORY_LIMIT_MB: int | None = None  # the limit applied in this worker process (`apply_memory_limit`), if any
 
+QUEUE_DEPTH = 2
+"""Batches in flight per worker (thread): one running, one waiting on the worker."""
+MAX_BATCH = 16
+"""Tasks per batch at most (`batch_size`)."""
+
+
+def batch_size(n_tasks: int, threads: int) -> int:
+    """Tasks per batch for ``n_tasks`` tasks over ``threads`` worker threads: enough batches for every thread to
+    get `QUEUE_DEPTH` x 8 of them, at most `MAX_BATCH` tasks each; 1 below 32 tasks per thread, so a small run keeps
+    one task per batch. Batching only changes how tasks travel: every task keeps its own budget and its own
+    result on every executor."""
+    return max(1, min(MAX_BATCH, n_tasks // max(1, threads * QUEUE_DEPTH * 8)))
+
 
 class Interrupted(KeyboardInterrupt):
     """The run was asked to stop by a signal (``signum``: SIGINT for Ctrl-C, SIGTERM); see `request_stop`."""

@@ -37,8 +37,10 @@ def merge_pipelines(failures: Sequence[Failure], pipeline_order: Sequence[str]) 
 
 
 def group_failures(failures: Sequence[Failure]) -> list[FailureGroup]:
-    """Failures grouped by cause, most frequent first (ties by cause): ``count`` is the distinct item x pipeline
-    pairs of the group, examples its first `MAX_GROUP_EXAMPLES` failures."""
+    """Failures grouped by cause, most frequent first (ties by cause): ``count`` is the distinct (item, pipeline,
+    message) triples of the group (the same failure listed under two stages counts once; two problems of one file,
+    such as two bad lines of questions.jsonl, count twice; a failure without an item counts once), examples its
+    first `MAX_GROUP_EXAMPLES` failures."""
     from ingestaudit.report.tables import failure_cause, stage_rank
 
     groups: dict[str, list[Failure]] = {}
@@ -46,8 +48,9 @@ def group_failures(failures: Sequence[Failure]) -> list[FailureGroup]:
         groups.setdefault(failure_cause(f), []).append(f)
     out = []
     for cause, fs in groups.items():
-        pairs = {(f.item, p) for f in fs for p in (f.pipelines or [f.pipeline])}
-        out.append(FailureGroup(cause=cause, count=len(pairs) or len(fs),
+        distinct = {(f.item, p, f.message) if f.item else i for i, f in enumerate(fs)
+                    for p in (f.pipelines or [f.pipeline])}
+        out.append(FailureGroup(cause=cause, count=len(distinct),
                                 stages=sorted({f.stage for f in fs}, key=stage_rank),
                                 pipelines=sorted({p for f in fs for p in (f.pipelines or [f.pipeline]) if p}),
                                 examples=list(fs[:MAX_GROUP_EXAMPLES])))

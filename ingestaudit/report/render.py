@@ -170,9 +170,15 @@ def _headline_block(h: Headline, width: int) -> list[str]:
         out += _wrap("  no value in this class: " + ", ".join(empty), width)
     for pipe, shares in h.waterfall:
         parts = [f"{o} {s * 100:.0f}%" for o, s in shares if s > 0]
-        text = f"waterfall @{h.waterfall_k} · {pipe}: " + " · ".join(parts)
+        text = f"waterfall @{h.waterfall_k} · {pipe}: " + " · ".join(parts) + _errored(h, pipe)
         out += textwrap.wrap(text, width=max(20, width - 2), initial_indent="  ", subsequent_indent="      ")
     return out
+
+
+def _errored(h: Any, pipe: str) -> str:
+    """`` · N questions errored, not counted`` when some of the pipeline's questions are in no waterfall share."""
+    n = h.waterfall_errors.get(pipe, 0)
+    return f" · {n} question{'s' * (n != 1)} errored, not counted" if n else ""
 
 
 def _failures_total(report: Report) -> int:
@@ -288,7 +294,7 @@ def render_markdown(report: Report) -> str:
             out.append("")
         for pipe, shares in h.waterfall:
             out.append(f"- waterfall @{h.waterfall_k} {md_code(pipe)}: "
-                       + ", ".join(f"{o} {s * 100:.1f}%" for o, s in shares))
+                       + ", ".join(f"{o} {s * 100:.1f}%" for o, s in shares) + _errored(h, pipe))
         if h.waterfall:
             out.append("")
     out += ["## Every row", "", LEGEND, ""]
@@ -450,6 +456,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 </div><div class="card">
 {% if plots.interval[h.doc_class] %}<img class="plot" alt="key metrics of {{ h.doc_class }} with intervals" src="{{ plots.interval[h.doc_class] }}">{% endif %}
 {% if plots.waterfall[h.doc_class] %}<img class="plot" alt="loss waterfall of {{ h.doc_class }}" src="{{ plots.waterfall[h.doc_class] }}">{% endif %}
+{% for p, n in h.waterfall_errors.items() %}<p class="muted">waterfall, {{ p }}: {{ n }} question{{ "s" if n != 1 else "" }} errored, not counted</p>{% endfor %}
 </div></div>
 {% endfor %}</section>
 {% if sweeps %}<section id="sweeps"><h2>Sweeps</h2>

@@ -153,9 +153,9 @@ class Failure(_Model):
 
 class FailureGroup(_Model):
     """Failures that share a cause (the message with what varies per item blanked out,
-    `ingestaudit.report.tables.failure_cause`): ``count`` item x pipeline pairs (failures without an item count
-    once each), the stages and pipelines they hit, and the first `MAX_GROUP_EXAMPLES` failures in canonical order.
-    Each item's rows stay queryable in the measurement store (state ``error``, the message in ``detail.reason``)."""
+    `ingestaudit.report.tables.failure_cause`): ``count`` distinct (item, pipeline, message) triples (failures
+    without an item count once each), the stages and pipelines they hit, and the first `MAX_GROUP_EXAMPLES`
+    failures in canonical order. Each item's rows stay queryable in the measurement store (state ``error``, the message in ``detail.reason``)."""
 
     cause: str
     count: int

@@ -187,6 +187,7 @@ class Headline:
     rows: list[HeadRow]
     waterfall: list[tuple[str, list[tuple[str, float]]]]  # (pipeline, [(outcome, share)]) at waterfall_k
     waterfall_k: int | None
+    waterfall_errors: dict[str, int] = field(default_factory=dict)  # pipeline -> questions left out (`error`)
 
 
 STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": "skip", "error": "err"}
@@ -304,6 +305,18 @@ def waterfall_shares(report: Report, doc_class: str) -> list[tuple[str, list[tup
     return out
 
 
+def waterfall_errors(report: Report, doc_class: str) -> dict[str, int]:
+    """Per pipeline with any, the questions of ``doc_class`` whose waterfall rows are ``error`` (a bad line of the
+    pipeline's results, a filter on a field its chunks lack): they are in no share, so the shares are over the other
+    questions' evidence items. Read from the ``error`` count of the first outcome's summary row."""
+    k = waterfall_k(report)
+    if k is None:
+        return {}
+    metric, first = f"retrieval.outcome@{k}", waterfall_outcomes(report)[0]
+    return {r.pipeline: r.states["error"] for r in report.summary
+            if r.metric == metric and r.doc_class == doc_class and r.label == first and r.states.get("error")}
+
+
 def headlines(report: Report) -> list[Headline]:
     """The headline of every class (sorted, ``__all__`` last)."""
     pipelines = [p.name for p in report.pipelines] or sorted({r.pipeline for r in report.summary})
@@ -337,7 +350,7 @@ def headlines(report: Report) -> list[Headline]:
                                 [common[1][p] for p in pipelines] if common else []))
         n_docs = sum(docs_per_class.values()) if cls == ALL_CLASSES else docs_per_class.get(cls, 0)
         out.append(Headline(cls, n_docs, len(q_per_class.get(cls, ())), pipelines, rows,
-                            waterfall_shares(report, cls) if wk else [], wk))
+                            waterfall_shares(report, cls) if wk else [], wk, waterfall_errors(report, cls)))
     return out
 
 

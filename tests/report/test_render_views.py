@@ -286,3 +286,21 @@ def test_a_cell_without_a_value_names_every_state_of_its_items():
     assert _cell(row).compact() == ("—", "2 no ref, 1 no pred")
     skipped = row.model_copy(update={"states": {"skipped": 3, "error": 3, "no_prediction": 1}})
     assert _cell(skipped).compact() == ("—", "3 err, 3 skip, 1 no pred")  # ties by state name
+
+
+def test_the_waterfall_says_how_many_questions_errored():
+    """Two of unstructured's questions errored (a bad results line): the shares are over the other 8 questions'
+    evidence (missed 1, retrieved 7), and every view says that 2 questions are not in them."""
+    rows = [r for r in waterfall_rows() if r.pipeline == "pymupdf" or r.item not in ("q8", "q9")]
+    for q in ("q8", "q9"):
+        rows += [Row(q, "invoices", "unstructured", "retrieval.outcome@10", None, state="error",
+                     reason="retrieval.jsonl line 9: not JSON", label=o, kind="question") for o in OUTCOMES]
+        rows.append(Row(q, "invoices", "unstructured", "retrieval.recall@10", None, state="error",
+                        reason="retrieval.jsonl line 9: not JSON", kind="question"))
+    rep = build(rows, pipelines=["pymupdf", "unstructured"], details=waterfall_details(), questions=10)
+    lines = render_terminal_text(rep, width=120).splitlines()
+    assert "  waterfall @10 · pymupdf: lost_in_parsing 30% · retrieved 70%" in lines
+    assert ("  waterfall @10 · unstructured: missed_by_ranking 12% · retrieved 88% · 2 questions errored, not "
+            "counted") in lines
+    assert "retrieved 87.5% · 2 questions errored, not counted" in render_markdown(rep)
+    assert "waterfall, unstructured: 2 questions errored, not counted" in render_html(rep)
