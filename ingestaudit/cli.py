@@ -282,7 +282,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
     from ingestaudit.corpus import CorpusError, discover
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.truth import TruthError, load_truth
+    from ingestaudit.truth import Truth, TruthError, load_truth
 
     try:
         found = discover(corpus)
@@ -312,7 +312,11 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
 
     warnings: list[str] = []
     problems += [str(p) for p in found.over_limits(limits).values()]  # documents over limits.doc_bytes (stat only)
+    truths: dict[str, Truth] = {}  # for the questions' evidence checks; a truth with problems counts as empty
+    keep = found.questions is not None  # without questions no truth is kept: memory stays flat in corpus size
     for doc in found.documents:
+        if keep:
+            truths[doc.doc_id] = Truth()
         try:
             truth = load_truth(doc, found.root, limits)
         except TruthError as exc:
@@ -321,6 +325,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         except Exception as exc:  # never a traceback: the document's labels are named
             problems.append(f"truth/{doc.doc_id}: {type(exc).__name__}: {exc}")
             continue
+        if keep:
+            truths[doc.doc_id] = truth
         rel_truth = doc.truth_json.relative_to(found.root).as_posix() if doc.truth_json else doc.doc_id
         for k, html in enumerate(truth.tables):  # a reference table the TEDS tree cannot be built from
             parsed = parse_table(html)
@@ -330,19 +336,13 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             rel = doc.truth_json.relative_to(found.root).as_posix()
             for p in validate_pii_gold(truth.text, truth.pii):  # overlaps and Luhn failures warn, bad spans fail
                 (problems if p.severity == "error" else warnings).append(f"{rel}: pii[{p.index}]: {p.message}")
+    n_questions = 0
     if found.questions is not None:
         from ingestaudit.questions import load_questions, unknown_filter_fields
 
-        truths = {}
-        for doc in found.documents:
-            try:
-                truths[doc.doc_id] = load_truth(doc, found.root, limits)
-            except Exception:  # reported above
-                from ingestaudit.truth import Truth
-
-                truths[doc.doc_id] = Truth()
         try:
             qset = load_questions(found.questions, found.questions.name, truths, limits)
+            n_questions = len(qset.questions)
             problems += [str(p) for p in qset.problems]
             warnings += [f"{p}; a question is an error for every pipeline none of whose chunks carry it"
                          for p in unknown_filter_fields(qset, truths, found.questions.name)]
@@ -357,7 +357,9 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
                         markup=False)
         raise typer.Exit(EXIT_USAGE)
     classes = ", ".join(f"{c}: {n}" for c, n in found.classes().items())
-    _echo(terminal_text(f"ok: {len(found.documents)} documents ({classes})"))
+    asked = f", {n_questions} question{'s' * (n_questions != 1)} ({found.questions.name})" if found.questions else ""
+    n_docs = len(found.documents)
+    _echo(terminal_text(f"ok: {n_docs} document{'s' * (n_docs != 1)} ({classes}){asked}"))
 
 
 @app.command()

@@ -156,7 +156,7 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: An
     big = over_size(path, rel, limits.questions_bytes, "questions_bytes")
     if big is not None:
         return QuestionSet((), (big,))
-    with path.open(encoding="utf-8", errors="strict", newline="") as fh:
+    with path.open(encoding="utf-8-sig", errors="strict", newline="") as fh:  # a leading byte-order mark is not a line
         try:
             lines = fh.read().splitlines()
         except UnicodeDecodeError as exc:

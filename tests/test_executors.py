@@ -87,6 +87,34 @@ def _batch_task(x: int) -> int:
     return x
 
 
+def _holds_the_lock(x: int) -> int:
+    """Task 1 runs a catastrophic regular expression: C code that never releases the interpreter lock."""
+    import re
+
+    if x == 1:
+        re.match(r"(a+)+$", "a" * 40 + "b")
+    return x
+
+
+@pytest.mark.parametrize("name", ["process", pytest.param("dask", marks=LOCALHOST)])
+def test_a_task_holding_the_interpreter_lock_past_its_budget_is_stopped(name):
+    """Regression (Dask): the worker's event loop cannot run while a task holds the lock, so neither the watchdog's
+    report nor the request to end the worker was ever answered and the run hung; the worker is now ended by signal
+    after its batch's backstop (task count x budget + 1 s). The process executor checks from the main process."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Dask workers cannot import this test module
+    try:
+        t0 = time.monotonic()
+        with make_executor(name, 2, 4) as ex:
+            out = dict(ex.map(_holds_the_lock, [0, 1, 2, 3], 2.0))
+        took = time.monotonic() - t0
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert out == {0: 0, 1: TaskFailure(timeout_message(2.0)), 2: 2, 3: 3}
+    assert took < 60
+
+
 @pytest.mark.parametrize("name", ["process", pytest.param("dask", marks=LOCALHOST)])
 def test_batches_keep_each_tasks_budget_and_failure_its_own(name):
     """Tasks travel in batches of 8; a task over its budget, one that kills its worker and one that raises are each

@@ -227,6 +227,9 @@ def test_questions_over_a_limit_are_problems_of_their_line_and_the_others_are_ke
                         Limits(question_line_chars=200, json_depth=4))
     assert [q.id for q in qs.questions] == ["q1"] and [p.limit for p in qs.problems] == ["question_line_chars",
                                                                                          "json_depth"]
+    bom = tmp_path / "bom.jsonl"  # regression: a leading byte-order mark made line 1 invalid JSON
+    bom.write_bytes(b"\xef\xbb\xbf" + good.encode() + b"\n")
+    assert [q.id for q in load_questions(bom, "bom.jsonl", {"a/x": Truth(text="hello world")}).questions] == ["q1"]
     small = load_questions(c / "questions.jsonl", "questions.jsonl", {}, Limits(questions_bytes=100))
     assert small.questions == () and [str(p) for p in small.problems] == [
         f"questions.jsonl: <file>: {(c / 'questions.jsonl').stat().st_size} bytes, over limits.questions_bytes = 100:"

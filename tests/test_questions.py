@@ -143,3 +143,4 @@ def test_a_filter_field_no_truth_metadata_has_is_a_validate_warning(tmp_path):
     assert res.exit_code == 0, res.output  # a precomputed pipeline's chunks may carry it: a warning
     assert "warning: questions.jsonl: line 1: filter.tenant: question 'q1': no document's truth metadata has the" \
         in " ".join(res.output.split())
+    assert "ok: 1 document (c: 1), 1 question (questions.jsonl)" in res.output  # the questions are counted too

@@ -250,7 +250,7 @@ def read_ann_results(path: str | Path) -> AnnResults:
     """
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a leading byte-order mark is not a line
     except (OSError, UnicodeDecodeError) as exc:
         raise UserIndexError(f"{path}: unreadable ({exc})") from None
     out = AnnResults(path=path)

@@ -391,7 +391,7 @@ class _Run:
         malformed: list[str] = []
         known = {q.id for q in self.ctx.questions}
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = path.read_text(encoding="utf-8-sig").splitlines()  # a leading byte-order mark is not a line
         except (OSError, UnicodeDecodeError) as exc:
             return f"{path}: unreadable ({exc})"
         for n, line in enumerate(lines, start=1):

@@ -26,9 +26,11 @@ running one again changes no result.
 A task over its budget is cancelled. What happens to the thread still running it depends on whose cluster it is:
 
 * The local cluster (ours): the worker process is ended, after it has killed its Tesseract process groups and
-  removed their temporary folders (`_exit_worker`), and its nanny starts a fresh one. Each of its workers also
-  limits its address space (``memory_mb``), ignores SIGINT (this process stops the cluster on Ctrl-C), and kills
-  its Tesseract groups when it closes or gets SIGTERM (`WorkerSetup`). A task whose worker dies is not retried
+  removed their temporary folders (`_exit_worker`), and its nanny starts a fresh one. A worker that does not answer
+  within `CLOSE_TIMEOUT_S` (its task holds the interpreter lock in C code, so its event loop cannot run) is ended by
+  SIGTERM, then SIGKILL (`_end_pids`); a task that waited in its queue without starting is submitted again. Each
+  of its workers also limits its address space (``memory_mb``), ignores SIGINT (this process stops the cluster on
+  Ctrl-C), and kills its Tesseract groups when it closes or gets SIGTERM (`WorkerSetup`). A task whose worker dies is not retried
   (``allowed-failures`` 0) and becomes a failure.
 * A user's cluster (``--scheduler``) is shared, so its workers are never ended, limited or given signal handlers:
   the task's own Tesseract groups are killed (which ends an OCR task at once), and any other task keeps its thread
@@ -159,6 +161,31 @@ def _still_running(keys: list[str], dask_worker: Any = None) -> list[str]:
     return [k for k in keys if k in busy]
 
 
+def _run_briefly(client: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+    """``client.run(fn, *args, **kwargs)`` given up after `CLOSE_TIMEOUT_S`: ``(answered, value)``. A worker whose
+    task holds the interpreter lock in C code (a catastrophic regular expression) never answers, and ``run`` has no
+    timeout of its own, even with ``wait=False``; the call is left in a daemon thread."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = client.run(fn, *args, **kwargs)
+        except Exception as exc:  # a worker gone, a closed connection: answered, with nothing
+            box["value"] = exc
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(CLOSE_TIMEOUT_S)
+    return "value" in box, box.get("value")
+
+
+def _worker_pid(dask_scheduler: Any, address: str) -> int | None:
+    ws = dask_scheduler.workers.get(address)
+    return getattr(ws, "pid", None) if ws is not None else None
+
+
 def _processing_on(dask_scheduler: Any, key: str) -> str | None:
     ts = dask_scheduler.tasks.get(key)
     return ts.processing_on.address if ts is not None and ts.processing_on is not None else None
@@ -227,15 +254,22 @@ def _close_local(cluster: Any, pids: list[int]) -> None:
     return, a start that was interrupted) gets SIGTERM (its handler kills its Tesseract groups first) and, a second
     later, SIGKILL. The cluster is then taken off distributed's exit-time list, which would otherwise try again for
     10 s and print a traceback about it."""
-    import signal
-
     from distributed.deploy.spec import SpecCluster
 
     try:
         cluster.close(timeout=CLOSE_TIMEOUT_S)
     except BaseException:
         pass
-    pids = [p for p in pids + _worker_pids(cluster) if _alive(p)]
+    _end_pids(pids + _worker_pids(cluster))
+    SpecCluster._instances.discard(cluster)
+
+
+def _end_pids(pids: list[int]) -> None:
+    """SIGTERM to each live process of ``pids`` (a local worker's handler kills its Tesseract groups first) and, to
+    any still alive a second later (one whose task holds the interpreter lock never runs its handler), SIGKILL."""
+    import signal
+
+    pids = [p for p in pids if _alive(p)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
@@ -248,7 +282,6 @@ def _close_local(cluster: Any, pids: list[int]) -> None:
             pids = [p for p in pids if _alive(p)]
         if not pids:
             break
-    SpecCluster._instances.discard(cluster)
 
 
 class DaskExecutor(Executor):
@@ -315,10 +348,8 @@ class DaskExecutor(Executor):
         client, cluster, self._client, self._cluster = self._client, self._cluster, None, None
         pids = _worker_pids(cluster) if cluster is not None else []
         if client is not None and cluster is not None:
-            try:  # an interrupted run: the OCR children go first, then the workers have nothing left to wait for
-                client.run(_end_children_now, wait=False)
-            except Exception:
-                pass
+            # an interrupted run: the OCR children go first, then the workers have nothing left to wait for
+            _run_briefly(client, _end_children_now, wait=False)
         if client is not None:
             try:
                 client.close(timeout=CLOSE_TIMEOUT_S)
@@ -403,11 +434,22 @@ class DaskExecutor(Executor):
                     else:
                         yield batch.indices[0], _outcome(fut, self.memory_mb)
                 now = time.monotonic()
-                for fut in [f for f, (b, t) in running.items() if deadline(f, b, t) <= now and not f.done()]:
+                stopped: set[str] = set()  # workers ended in this pass
+                for fut in [f for f, (b, t) in running.items() if deadline(f, b, t) <= now]:
+                    addr = self._address(fut)
+                    if fut.done():  # it ended meanwhile (its worker was just ended): the next pass takes it
+                        continue
                     batch, _ = running.pop(fut)
-                    begun.pop(fut.key, None)
+                    started = begun.pop(fut.key, None) is not None
                     pos = over.pop(fut.key, None)
-                    self._stop(fut)
+                    if pos is None and not started and (addr is None or addr in stopped):
+                        # it waited behind the task that held its worker, which was just ended: again, elsewhere
+                        fut.cancel(force=True)
+                        pending.append(batch)
+                        continue
+                    self._stop(fut, addr)
+                    if addr is not None:
+                        stopped.add(addr)
                     if pos is None and len(batch.indices) > 1:  # the backstop: which task is unknown
                         pending.extend(_Batch([i]) for i in reversed(batch.indices))
                         continue
@@ -426,29 +468,35 @@ class DaskExecutor(Executor):
             if running:  # interrupted or abandoned: nothing more runs for this map
                 client.cancel(list(running), force=True)
 
-    def _stop(self, fut: Any) -> None:
-        """Cancel a task over its budget; on the local cluster, restart the worker still running it; on a user's
-        cluster, kill the task's Tesseract groups and count its thread as busy until it returns."""
-        client = self._client
+    def _address(self, fut: Any) -> str | None:
+        """The address of the worker processing (or holding in its queue) a future's task, asked of the scheduler."""
         try:
-            addr = client.run_on_scheduler(_processing_on, key=fut.key)
+            return self._client.run_on_scheduler(_processing_on, key=fut.key)
         except Exception:
-            addr = None
+            return None
+
+    def _stop(self, fut: Any, addr: str | None) -> None:
+        """Cancel a task over its budget, processed on the worker at ``addr``; on the local cluster, restart that
+        worker; on a user's cluster, kill the task's Tesseract groups and count its thread as busy until it
+        returns."""
+        client = self._client
         if addr is not None and self.shared:
-            try:
-                client.run(_end_task_children, fut.key, workers=[addr])
-            except Exception:
-                pass
+            _run_briefly(client, _end_task_children, fut.key, workers=[addr])
         fut.cancel(force=True)
         if addr is None:
             return
         if self.shared:
             self._zombies[fut.key] = addr
             return
-        try:  # ends the worker process from its event loop; its nanny starts a fresh one
-            client.run(_exit_worker, workers=[addr], wait=False)
-        except Exception:  # best effort: without a nanny the thread finishes the task and is freed
-            pass
+        try:
+            pid = client.run_on_scheduler(_worker_pid, address=addr)
+        except Exception:
+            pid = None
+        # ends the worker process from its event loop; its nanny starts a fresh one. A worker that cannot answer
+        # (its task holds the interpreter lock) is ended by signal: its Tesseract groups, if any, are left to end
+        answered, _ = _run_briefly(client, _exit_worker, workers=[addr], wait=False)
+        if not answered and pid:
+            _end_pids([int(pid)])
 
     def _busy_zombies(self) -> int:
         """How many cancelled tasks still hold a thread of a user's cluster (asked of their workers)."""
@@ -459,9 +507,11 @@ class DaskExecutor(Executor):
             by_worker.setdefault(addr, []).append(key)
         still: dict[str, str] = {}
         for addr, keys in by_worker.items():
-            try:
-                answer = self._client.run(_still_running, keys, workers=[addr])
-            except Exception:  # the worker is gone: its threads are gone too
+            answered, answer = _run_briefly(self._client, _still_running, keys, workers=[addr])
+            if not answered:  # its task holds the interpreter lock: the thread is still held
+                still.update({k: addr for k in keys})
+                continue
+            if isinstance(answer, Exception):  # the worker is gone: its threads are gone too
                 continue
             still.update({k: addr for k in answer.get(addr, [])})
         self._zombies = still

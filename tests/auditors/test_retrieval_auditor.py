@@ -433,3 +433,22 @@ def test_every_convention_is_printed_in_the_report_and_in_docs_metrics_md():
     printed = RetrievalAuditor().options()["conventions"]
     for name, text in CONVENTIONS.items():
         assert printed[name] == text and f"- **{name}**: {text}" in docs, name
+
+
+def test_a_byte_order_mark_before_the_first_line_of_retrieval_jsonl_and_ann_results_jsonl_is_not_text(tmp_path):
+    """Regression: files written by Windows tools (PowerShell's Out-File, Notepad) start with a UTF-8 byte-order
+    mark, which made line 1 unreadable: its question became an error, and the others errors too."""
+    from ingestaudit.auditors.index import read_ann_results
+
+    docs = [doc("c/a", [0, 90], evidence={("q1", 0): held(1), ("q2", 0): held(0)})]
+    pipe = _user_file(tmp_path, ["\ufeff" + json.dumps({"question": "q1", "results": [{"doc": "c/a", "chunk": 0},
+                                                                                       {"doc": "c/a", "chunk": 1}]}),
+                                 json.dumps({"question": "q2", "results": [{"doc": "c/a", "chunk": 0}]})])
+    qs = [question("q1", ["c/a"]), question("q2", ["c/a"])]
+    rr = rows(audit(context(docs, qs, {}, pipe=pipe)), "retrieval.rr")
+    assert (rr["q1"].state, rr["q1"].value, rr["q2"].value) == (State.OK, 0.5, 1.0)
+    path = tmp_path / "ann_results.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"query": "q", "results": ["3", "1"]}).encode() + b"\n")
+    got = read_ann_results(path)
+    assert (got.errors, got.unreadable) == ({}, [])
+    assert dict(got) == {"q": ["3", "1"]} and got.lines == {"q": 1}
