@@ -92,6 +92,7 @@ def _holds_the_lock(x: int) -> int:
     import re
 
     if x == 1:
+        time.sleep(0.5)  # as a parser would do some work first: the batch's start report gets out
         re.match(r"(a+)+$", "a" * 40 + "b")
     return x
 
@@ -99,14 +100,15 @@ def _holds_the_lock(x: int) -> int:
 @pytest.mark.parametrize("name", ["process", pytest.param("dask", marks=LOCALHOST)])
 def test_a_task_holding_the_interpreter_lock_past_its_budget_is_stopped(name):
     """Regression (Dask): the worker's event loop cannot run while a task holds the lock, so neither the watchdog's
-    report nor the request to end the worker was ever answered and the run hung; the worker is now ended by signal
-    after its batch's backstop (task count x budget + 1 s). The process executor checks from the main process."""
+    report, nor the request to end the worker, nor the fetch of task 0's result (finished on that one worker just
+    before) was ever answered, and the run hung; the worker is now ended by signal after its batch's backstop (task
+    count x budget + 1 s) and task 0 computed again. The process executor checks from the main process."""
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Dask workers cannot import this test module
     try:
         t0 = time.monotonic()
-        with make_executor(name, 2, 4) as ex:
+        with make_executor(name, 1, 4) as ex:  # one worker: task 0's result waits on the worker task 1 holds
             out = dict(ex.map(_holds_the_lock, [0, 1, 2, 3], 2.0))
         took = time.monotonic() - t0
     finally:

@@ -16,12 +16,15 @@ budget stays per task and counts from the task's own start: the worker reports t
 only: the batch is stopped as below and its other tasks (those done before it too: their results were in the
 batch's lost answer) are submitted again. A batch that no report stops (a task holding the interpreter in C code
 starves the watchdog) ends at a backstop: its task count x the budget plus `_BACKSTOP_S` after its start, or
-`QUEUE_DEPTH` times that after submission when no start was reported. A single task is then the timeout failure; a
-larger batch is split into single tasks, submitted again. A batch whose worker died is split the same way. A single
-task whose worker died runs once more alone, with nothing else on the cluster: it may have waited behind the task
-that ended the worker, or have finished just before the worker died, its result unsent. If its worker dies again,
-alone, it is the cause: the ``worker process died`` failure, as on the other executors. Tasks are deterministic, so
-running one again changes no result.
+`QUEUE_DEPTH` times that plus `_START_S` after submission when no start was reported (such a batch is submitted
+once more before it is failed: it may have waited behind the task holding its worker). A single task is then the
+timeout failure; a larger batch is split into single tasks, submitted again. A batch whose worker died is split the
+same way. A single task whose worker died runs once more alone, with nothing else on the cluster: it may have
+waited behind the task that ended the worker, or have finished just before the worker died, its result unsent. If
+its worker dies again, alone, it is the cause: the ``worker process died`` failure, as on the other executors. A
+finished batch whose result its worker does not send within `_GATHER_S` (a later task holds that worker) is asked
+for again later: once the worker is ended, Dask computes the lost result again. Tasks are deterministic, so running
+one again changes no result.
 
 A task over its budget is cancelled. What happens to the thread still running it depends on whose cluster it is:
 
@@ -30,8 +33,8 @@ A task over its budget is cancelled. What happens to the thread still running it
   within `CLOSE_TIMEOUT_S` (its task holds the interpreter lock in C code, so its event loop cannot run) is ended by
   SIGTERM, then SIGKILL (`_end_pids`); a task that waited in its queue without starting is submitted again. Each
   of its workers also limits its address space (``memory_mb``), ignores SIGINT (this process stops the cluster on
-  Ctrl-C), and kills its Tesseract groups when it closes or gets SIGTERM (`WorkerSetup`). A task whose worker dies is not retried
-  (``allowed-failures`` 0) and becomes a failure.
+  Ctrl-C), and kills its Tesseract groups when it closes or gets SIGTERM (`WorkerSetup`). A task whose worker dies
+  is not retried (``allowed-failures`` 0) and becomes a failure.
 * A user's cluster (``--scheduler``) is shared, so its workers are never ended, limited or given signal handlers:
   the task's own Tesseract groups are killed (which ends an OCR task at once), and any other task keeps its thread
   until it returns by itself. Until then that thread is not counted as free; while every thread of the cluster is
@@ -62,6 +65,8 @@ CONNECT_TIMEOUT_S = 5
 START_TOPIC = "ingestaudit-batch-start"  # the event ``[batch key]`` a worker logs as it starts a batch
 OVER_TOPIC = "ingestaudit-task-over-budget"  # the event ``[batch key, position]`` of a task past its budget
 _BACKSTOP_S = 1.0  # added to a started batch's backstop: the watchdog's report comes first
+_GATHER_S = 2.0  # a finished batch's result not fetched by then is asked for again on a later pass
+_START_S = 30.0  # added to the backstop of a batch that reported no start: a restarted worker imports first
 _POLL_S = 0.2
 _THREADS_S = 0.5  # the cluster's live thread count is asked of the scheduler at most this often
 CLOSE_TIMEOUT_S = 2  # a local worker that does not stop within this is killed
@@ -126,6 +131,7 @@ def _watch(log: Callable[[str, Any], None], key: str, current: list[tuple[int, f
 class _Batch:
     indices: list[int]  # task indices, in order
     alone: bool = False  # run with nothing else in flight (a single task whose worker died)
+    unstarted: bool = False  # submitted again once already: its backstop came without any start reported
 
 
 def _end_children() -> None:
@@ -384,7 +390,8 @@ class DaskExecutor(Executor):
             if fut.key in over:
                 return 0.0
             span = len(batch.indices) * timeout_s  # the backstop
-            return begun[fut.key] + span + _BACKSTOP_S if fut.key in begun else submitted + QUEUE_DEPTH * span
+            return (begun[fut.key] + span + _BACKSTOP_S if fut.key in begun
+                    else submitted + QUEUE_DEPTH * span + _START_S)
 
         def send(batch: _Batch) -> None:
             key = f"ingestaudit-{run_id}-{next(serial)}"
@@ -425,8 +432,17 @@ class DaskExecutor(Executor):
                     batch, _ = running.pop(fut)
                     begun.pop(fut.key, None)
                     over.pop(fut.key, None)
+                    values = None
                     if fut.status == "finished":
-                        yield from zip(batch.indices, fut.result())
+                        try:
+                            values = fut.result(timeout=_GATHER_S)
+                        except TimeoutError:  # its worker does not answer: a task of its next batch holds the
+                            # interpreter lock. Once that worker is ended (its backstop), Dask computes the lost
+                            # result again: a fresh start, and a fresh backstop from now
+                            running[fut] = (batch, time.monotonic())
+                            continue
+                    if values is not None:
+                        yield from zip(batch.indices, values)
                     elif len(batch.indices) > 1:  # its worker died: each task again on its own
                         pending.extend(_Batch([i]) for i in reversed(batch.indices))
                     elif _died(fut) and not batch.alone:
@@ -442,10 +458,16 @@ class DaskExecutor(Executor):
                     batch, _ = running.pop(fut)
                     started = begun.pop(fut.key, None) is not None
                     pos = over.pop(fut.key, None)
-                    if pos is None and not started and (addr is None or addr in stopped):
-                        # it waited behind the task that held its worker, which was just ended: again, elsewhere
-                        fut.cancel(force=True)
-                        pending.append(batch)
+                    if pos is None and not started and (addr is None or addr in stopped or not batch.unstarted):
+                        # no start reported: it may have waited behind the task holding its worker's interpreter
+                        # lock (which also holds back the start reports and results). The worker is ended, once,
+                        # and the batch submitted once more; a second time it is the cause
+                        if addr is not None and addr not in stopped:
+                            self._stop(fut, addr)
+                            stopped.add(addr)
+                        else:
+                            fut.cancel(force=True)
+                        pending.append(_Batch(batch.indices, unstarted=True))
                         continue
                     self._stop(fut, addr)
                     if addr is not None:

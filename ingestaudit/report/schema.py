@@ -155,7 +155,8 @@ class FailureGroup(_Model):
     """Failures that share a cause (the message with what varies per item blanked out,
     `ingestaudit.report.tables.failure_cause`): ``count`` distinct (item, pipeline, message) triples (failures
     without an item count once each), the stages and pipelines they hit, and the first `MAX_GROUP_EXAMPLES`
-    failures in canonical order. Each item's rows stay queryable in the measurement store (state ``error``, the message in ``detail.reason``)."""
+    failures in canonical order. Each item's rows stay queryable in the measurement store (state ``error``, the
+    message in ``detail.reason``)."""
 
     cause: str
     count: int
