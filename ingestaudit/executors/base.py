@@ -103,6 +103,21 @@ def died_message(exitcode: int | None = None, memory_mb: int | None = None) -> s
             + (f"; {note}" if note else ""))
 
 
+def run_in_order(fn: Callable[[Any], Any], tasks: Sequence[Any], memory_mb: int | None,
+                 on_start: Callable[[int], None]) -> list[Any]:
+    """A batch's tasks in order on a worker, ``on_start(position)`` just before each (how the executor learns which
+    task runs, and since when); a task that raises is its `TaskFailure` (`raised_message`), the others still run.
+    Every batching executor runs its batches with this, so a raised error reads the same on each."""
+    out = []
+    for pos, task in enumerate(tasks):
+        on_start(pos)
+        try:
+            out.append(fn(task))
+        except Exception as exc:
+            out.append(TaskFailure(raised_message(exc, memory_mb)))
+    return out
+
+
 def raised_message(exc: BaseException, memory_mb: int | None = None) -> str:
     """``Type: message`` of an exception a task raised; a `MemoryError` names the memory limit (``memory_mb``, or
     the one applied in this worker process) when there is one."""

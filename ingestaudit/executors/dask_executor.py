@@ -57,7 +57,7 @@ from typing import Any
 
 from ingestaudit.executors.base import (MAX_BATCH, QUEUE_DEPTH, Executor, ExecutorError, TaskFailure,
                                         apply_memory_limit, batch_size, died_message, raise_if_stopped,
-                                        raised_message, timeout_message)
+                                        raised_message, run_in_order, timeout_message)
 
 __all__ = ["MAX_BATCH", "OVER_TOPIC", "QUEUE_DEPTH", "START_TOPIC", "DaskExecutor", "batch_size"]
 
@@ -100,17 +100,13 @@ def _call(fn: Callable[[Any], Any], initializer: Callable[[], None] | None, work
     if log is not None:
         log(START_TOPIC, [key])
         threading.Thread(target=_watch, args=(log, key, current, done, timeout_s), daemon=True).start()
-    out = []
+    def mark(pos: int) -> None:
+        current[0] = (pos, time.monotonic())
+
     try:
-        for pos, task in enumerate(tasks):
-            current[0] = (pos, time.monotonic())
-            try:
-                out.append(fn(task))
-            except Exception as exc:
-                out.append(TaskFailure(raised_message(exc, memory_mb)))
+        return run_in_order(fn, tasks, memory_mb, mark)
     finally:
         done.set()
-    return out
 
 
 def _watch(log: Callable[[str, Any], None], key: str, current: list[tuple[int, float]], done: threading.Event,
@@ -171,8 +167,6 @@ def _run_briefly(client: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any)
     """``client.run(fn, *args, **kwargs)`` given up after `CLOSE_TIMEOUT_S`: ``(answered, value)``. A worker whose
     task holds the interpreter lock in C code (a catastrophic regular expression) never answers, and ``run`` has no
     timeout of its own, even with ``wait=False``; the call is left in a daemon thread."""
-    import threading
-
     box: dict[str, Any] = {}
 
     def call() -> None:
@@ -451,7 +445,7 @@ class DaskExecutor(Executor):
                         yield batch.indices[0], _outcome(fut, self.memory_mb)
                 now = time.monotonic()
                 stopped: set[str] = set()  # workers ended in this pass
-                for fut in [f for f, (b, t) in running.items() if deadline(f, b, t) <= now]:
+                for fut in [f for f, (b, t) in running.items() if deadline(f, b, t) <= now and not f.done()]:
                     addr = self._address(fut)
                     if fut.done():  # it ended meanwhile (its worker was just ended): the next pass takes it
                         continue

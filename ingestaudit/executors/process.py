@@ -40,7 +40,7 @@ from typing import Any
 
 from ingestaudit.executors.base import (MAX_BATCH, QUEUE_DEPTH, Executor, ExecutorError, TaskFailure,
                                         apply_memory_limit, batch_size, died_message, raise_if_stopped,
-                                        raised_message, timeout_message)
+                                        raised_message, run_in_order, timeout_message)
 
 __all__ = ["MAX_BATCH", "QUEUE_DEPTH", "ProcessExecutor"]
 
@@ -149,19 +149,15 @@ class ProcessExecutor(Executor):
 
 def _run_batch(fn: Callable[[Any], Any], tasks: list[Any], slot: int, tag: int, t0: float,
                memory_mb: int | None) -> list[Any]:
-    """Runs in a worker: each task of a batch in order, its position and start time written to the batch's slot
-    first (the clock is the system-wide monotonic one, as in the pool's process); a task that raises is its
-    `TaskFailure`, the others still run."""
-    out = []
-    for pos, task in enumerate(tasks):
+    """Runs in a worker: a batch (`ingestaudit.executors.base.run_in_order`), each task's position and start time
+    written to the batch's slot first (the clock is the system-wide monotonic one, as in the pool's process)."""
+
+    def mark(pos: int) -> None:
         if _STARTS is not None:
             ms = min(int((time.monotonic() - t0) * 1000), (1 << _MS_BITS) - 1)
             _STARTS[slot] = (tag << (_MS_BITS + _POS_BITS)) | (ms << _POS_BITS) | pos
-        try:
-            out.append(fn(task))
-        except Exception as exc:
-            out.append(TaskFailure(raised_message(exc, memory_mb)))
-    return out
+
+    return run_in_order(fn, tasks, memory_mb, mark)
 
 
 def _context() -> Any:
