@@ -497,14 +497,16 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
                                           else any(auditors[s].applies(t) for t in truths))]
 
 
-def _with_seed(options: dict[str, dict[str, Any]], seed: int) -> dict[str, dict[str, Any]]:
-    """Give the run's seed to every auditor that takes a ``seed`` option and was not given one explicitly."""
+def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] | None = None
+               ) -> dict[str, dict[str, Any]]:
+    """Give the run's seed to every auditor of ``stages`` (default: every stage) that takes a ``seed`` option and
+    was not given one explicitly. Only those auditors' modules are imported."""
     import inspect
 
     from ingestaudit.auditors.registry import auditor_class
 
     out = {k: dict(v) for k, v in options.items()}
-    for stage in stage_names():
+    for stage in (s for s in stage_names() if not stages or s in stages):
         if "seed" in inspect.signature(auditor_class(stage)).parameters:
             out.setdefault(stage, {}).setdefault("seed", seed)
     return out
@@ -964,7 +966,7 @@ def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: An
     from ingestaudit.spill import TruthSpill
 
     _LAST_PARSE.clear()  # the serial executor runs tasks in this process: never reuse a parse of an earlier run
-    opts = _with_seed(config.auditor_options, config.run.seed)
+    opts = _with_seed(config.auditor_options, config.run.seed, config.run.stages)  # the stages that may run
     given = (opts.get("tables") or {}).get("max_tables", config.limits.tables)
     if given != config.limits.tables:
         raise ValueError("[auditor_options.tables] max_tables: the tables per document are limited by [limits] "

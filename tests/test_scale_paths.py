@@ -145,3 +145,23 @@ def test_vectors_come_back_in_corpus_order_as_views_of_one_file(tmp_path):
     assert back[5].vectors is None
     base = back[0].vectors.base
     assert all(d.vectors.base is base for d in back[:5])  # one contiguous file, corpus order
+
+
+def test_the_run_seed_reaches_only_the_stages_that_may_run():
+    """The seed goes to every auditor taking one (language, chunking, retrieval, index, by their signatures); with
+    stages requested, only to those, so the other stages' auditor modules are not imported for a run that never
+    uses them; an explicit seed is kept."""
+    import subprocess
+    import sys
+
+    from ingestaudit.runner import _with_seed
+
+    assert _with_seed({}, 7) == {"language": {"seed": 7}, "chunking": {"seed": 7}, "retrieval": {"seed": 7},
+                                 "index": {"seed": 7}}
+    assert _with_seed({"index": {"seed": 3}}, 7, ["index", "extraction"]) == {"index": {"seed": 3}}
+    assert _with_seed({"pii": {"x": 1}}, 7, ["language"]) == {"pii": {"x": 1}, "language": {"seed": 7}}
+    probe = ("import sys; from ingestaudit.runner import _with_seed; _with_seed({}, 7, ['extraction', 'dedup']); "
+             "print(sorted(m for m in sys.modules if m.startswith('ingestaudit.auditors.')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "ingestaudit.auditors.language" not in loaded and "ingestaudit.auditors.index" not in loaded
+    assert "ingestaudit.auditors.dedup" in loaded and "ingestaudit.auditors.extraction" in loaded
