@@ -480,17 +480,7 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
     Raises:
         UnknownStage: a requested stage does not exist.
     """
-    for stage in options:
-        if stage not in stage_names():
-            raise UnknownStage(f"[auditor_options.{stage}]: unknown stage; known stages: {', '.join(stage_names())}")
-    auditors = {}
-    for s in (requested or stage_names()):
-        try:  # fail early, in the main process, with the table named
-            auditors[s] = load_auditor(s, options.get(s))
-        except (UnknownStage, ValueError):
-            raise
-        except Exception as exc:
-            raise ValueError(f"[auditor_options.{s}]: {type(exc).__name__}: {exc}") from exc
+    auditors = _candidate_auditors(requested, options)  # fail early, in the main process, with the table named
     if requested:
         return [s for s in stage_names() if s in requested]
     return [s for s in stage_names() if (chain_default if s in CHAIN_STAGES

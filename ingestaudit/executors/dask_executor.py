@@ -100,6 +100,7 @@ def _call(fn: Callable[[Any], Any], initializer: Callable[[], None] | None, work
     if log is not None:
         log(START_TOPIC, [key])
         threading.Thread(target=_watch, args=(log, key, current, done, timeout_s), daemon=True).start()
+
     def mark(pos: int) -> None:
         current[0] = (pos, time.monotonic())
 
