@@ -2,7 +2,7 @@
 corpora of 1,000 to 50,000 documents, with report and store sizes.
 
     python benchmarks/bench_scale.py [--sizes 1000 5000 10000 50000] [--configs serial process1 process2 dask2]
-                                     [--work DIR] [--json benchmarks/results/bench_scale.json]
+                                     [--parser unstructured] [--work DIR] [--json benchmarks/results/bench_scale.json]
 
 The corpus (`make_corpus`, seeded, cached under ``--work`` and reused) has three classes in equal shares: ``text``
 (plain .txt), ``web`` (.html with a navigation bar and a footer around the article) and ``pdf`` (one-page PDFs
@@ -14,6 +14,8 @@ from similarity); ``questions.jsonl`` holds one span question for about 1 % of t
 Each configuration runs ``python -m ingestaudit.cli run CORPUS --outputs OUT/pipeline --stage extraction --stage
 normalization --stage dedup`` in a child process: the pipeline is the generator's own precomputed output (the
 reference text with a seeded sprinkle of OCR-like errors), so the run measures ingestaudit itself, not a parser.
+With ``--parser NAME`` the documents are parsed for real by that registered parser instead (``--parser NAME`` in
+place of ``--outputs``; ``unstructured`` is the one that reads all three formats), as a user's run would.
 Peak RSS of the main process is its own ``getrusage(RUSAGE_SELF).ru_maxrss``, written by the child at exit (exact;
 ``os.wait4``'s ``ru_maxrss`` would be the largest of the child and every descendant it reaped, the pool workers
 included); the peak of the whole process tree (workers included) is sampled from /proc every 50 ms. Ratios are
@@ -200,13 +202,15 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
-def run_config(base: Path, name: str, out: Path) -> dict:
-    """One ``ingestaudit run`` in a child process: wall time, peak RSS (main exact, tree sampled), output sizes."""
+def run_config(base: Path, name: str, out: Path, parser: str | None = None) -> dict:
+    """One ``ingestaudit run`` in a child process: wall time, peak RSS (main exact, tree sampled), output sizes.
+    The pipeline is the generator's precomputed output, or the registered ``parser`` run on the documents."""
     executor, workers = CONFIGS[name]
     shutil.rmtree(out, ignore_errors=True)
     rss_file = out.with_name(out.name + ".maxrss")
     rss_file.unlink(missing_ok=True)
-    cmd = [sys.executable, "-c", LAUNCHER, "run", str(base / "corpus"), "--outputs", str(base / "outputs"),
+    source = ["--parser", parser] if parser else ["--outputs", str(base / "outputs")]
+    cmd = [sys.executable, "-c", LAUNCHER, "run", str(base / "corpus"), *source,
            "--executor", executor, "--workers", str(workers), "--out", str(out)]
     for s in STAGES:
         cmd += ["--stage", s]
@@ -246,6 +250,9 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ingestaudit-scale")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--parser", default=None,
+                    help="parse the documents with this registered parser (one that reads .txt, .html and .pdf: "
+                         "unstructured) instead of reading the generator's precomputed output")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the configurations in turn this many times (the machine's speed drifts: ratios are "
                          "taken between neighbouring runs)")
@@ -259,10 +266,10 @@ def main() -> None:
         print(f"[scale] corpus {n}: {base} ({time.perf_counter() - t0:.1f} s)", flush=True)
         configs = args.configs if n < 50000 else [c for c in args.configs if c in args.only_50k]
         for repeat, name in ((k, c) for k in range(args.repeat) for c in configs):
-            r = run_config(base, name, args.work / f"out-{n}-{name}")
-            r.update(documents=n, docs_per_s=n / r["wall_s"], repeat=repeat)
+            r = run_config(base, name, args.work / f"out-{n}-{name}", args.parser)
+            r.update(documents=n, docs_per_s=n / r["wall_s"], repeat=repeat, parser=args.parser or "precomputed")
             results["runs"].append(r)
-            print(f"[scale] {n} {name}: rc {r['exit_code']} {r['wall_s']:.1f} s, {r['docs_per_s']:.1f} docs/s, "
+            print(f"[scale] {n} {name} ({r['parser']}): rc {r['exit_code']} {r['wall_s']:.1f} s, {r['docs_per_s']:.1f} docs/s, "
                   f"main peak {r['peak_rss_main_mb']:.0f} MB, tree peak {r['peak_rss_tree_mb']:.0f} MB, "
                   f"report.json {r['sizes_bytes'].get('report.json', 0) / 1e6:.2f} MB, "
                   f"store {r['sizes_bytes'].get('measurements.parquet', 0) / 1e6:.2f} MB", flush=True)

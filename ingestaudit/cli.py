@@ -186,7 +186,7 @@ def run(
     from ingestaudit.corpus import CorpusError, discover
     from ingestaudit.parsers.base import ParserUnavailable
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.parsers.registry import PRECOMPUTED, UnknownParser
+    from ingestaudit.parsers.registry import UnknownParser
     from ingestaudit.pipeline import PipelineError, Sweep, resolve
     from ingestaudit.runner import parser_spec, run as run_audit
 

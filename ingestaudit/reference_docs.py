@@ -17,7 +17,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 

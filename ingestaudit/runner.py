@@ -41,7 +41,7 @@ from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.tables import headline_keys
 from ingestaudit.pipeline import Pipeline, StageChoice
-from ingestaudit.questions import Question, QuestionSet, load_questions
+from ingestaudit.questions import QuestionSet, load_questions
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParseWarning, PipelineInfo, Report,
                                        StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
 from ingestaudit.truth import Truth, TruthError, load_truth

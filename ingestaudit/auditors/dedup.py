@@ -62,7 +62,6 @@ from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import dedup as dm
 from ingestaudit.metrics.dedup import Rate
 from ingestaudit.metrics.intervals import wilson
-from ingestaudit.metrics.jaccard import exact_jaccard
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket, lsh_params
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, instantiate, plugin_class, plugin_names

@@ -39,7 +39,7 @@ import numpy as np
 
 from ingestaudit.metrics.jaccard import exact_jaccard, word_ngrams
 from ingestaudit.metrics.lsh import lsh_params
-from ingestaudit.stages.minhash import minhash_template, minhashes_from_signatures, scheme_of, signature_matrix
+from ingestaudit.stages.minhash import minhash_template, scheme_of, signature_matrix
 
 
 def _collapse(text: str) -> str:
