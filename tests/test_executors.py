@@ -210,9 +210,10 @@ EXECUTORS_COMPARED = (("serial", "1"), ("process", "2"), ("dask", "2"))
 
 def _reports(corpus: Path, tmp_path: Path, *extra: str, configs=EXECUTORS_COMPARED) -> dict[str, bytes]:
     """report.json of the same run on each executor (in this process: the Dask workers are processes of their own);
-    the measurement stores are byte-identical too (asserted here)."""
+    the measurement stores and report.md are byte-identical too (asserted here; report.html may plot timings)."""
     out = {}
     stores = {}
+    markdown = {}
     for name, workers in configs:
         key = name if name != "process" or workers == "2" else f"{name}{workers}"
         r = CliRunner().invoke(app, ["run", str(corpus), *extra, "--executor", name, "--workers", workers, "--out",
@@ -220,8 +221,10 @@ def _reports(corpus: Path, tmp_path: Path, *extra: str, configs=EXECUTORS_COMPAR
         assert r.exit_code == 0, (name, r.output)
         out[key] = (tmp_path / key / "report.json").read_bytes()
         stores[key] = (tmp_path / key / "measurements.parquet").read_bytes()
+        markdown[key] = (tmp_path / key / "report.md").read_bytes()
     first = next(iter(stores.values()))
     assert all(data == first for data in stores.values()), "measurements.parquet differs between executors"
+    assert len(set(markdown.values())) == 1, "report.md differs between executors"
     return out
 
 
