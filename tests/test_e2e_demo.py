@@ -53,7 +53,7 @@ def test_main_job_writes_both_files_and_prints_a_table_per_class(three_parsers):
 def test_main_command_prints_the_chunking_stage_for_every_pipeline(three_parsers):
     """The README's main command on the demo corpus (its questions.jsonl turns the chunking stage on): the terminal
     headline has a chunking.evidence_held value for each of the three pipelines over all classes, and the
-    min_span_coverage convention is printed next to it (and in report.md)."""
+    min_span_coverage convention is printed next to it (and in report.md and under report.html's headline)."""
     out, result = three_parsers
     block = result.stdout.split("class: __all__", 1)[1].split("\n\n", 1)[0]
     row = next(line for line in block.splitlines() if line.strip().startswith("chunking.evidence_held"))
@@ -61,6 +61,8 @@ def test_main_command_prints_the_chunking_stage_for_every_pipeline(three_parsers
     said = " ".join(result.stdout.split())
     assert "convention (chunking" in said and "min_span_coverage = 0.5: a chunk holds an evidence span" in said
     assert re.search(r"convention \(chunking.*min\\?_span\\?_coverage = 0\.5", (out / "report.md").read_text())
+    assert ('<p class="muted convention">convention (chunking, retrieval): min_span_coverage = 0.5: a chunk holds'
+            in (out / "report.html").read_text())  # beside the HTML headline too, not only in its settings
     report = read_report(out / "report.json")
     held = {s.pipeline for s in report.summary if s.metric == "chunking.evidence_held" and s.doc_class == "__all__"
             and s.n_docs > 0}

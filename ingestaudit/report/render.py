@@ -446,6 +446,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <main>
 <section id="headline"><h2>Headline per class</h2>
 <p class="muted">{{ headline_legend }}</p>
+{% for c in conventions %}<p class="muted convention">{{ c }}</p>{% endfor %}
 {% for h in headlines %}<h3>{{ h.doc_class }} <small>{{ h.documents }} documents{% if h.questions %}, {{ h.questions }} questions{% endif %}</small></h3>
 <div class="cards"><div class="card">
 {% if h.rows %}<table><tr><th>key metric</th>{% for p in h.pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
@@ -737,7 +738,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
     env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
-        headline_legend=HEADLINE_LEGEND, headlines=hls, plots=_plots(report, hls), sweeps=_sweeps(report),
+        headline_legend=HEADLINE_LEGEND, conventions=run_conventions(report), headlines=hls, plots=_plots(report, hls), sweeps=_sweeps(report),
         index_notes=_index_overviews(report),
         trends=trends, trends_caption=(f"the last {len(history[0])} runs of the history, headline values over all "
                                        "classes" if history else ""),
