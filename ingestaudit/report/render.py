@@ -738,7 +738,8 @@ def render_html(report: Report, *, history: Any = None) -> str:
     env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
-        headline_legend=HEADLINE_LEGEND, conventions=run_conventions(report), headlines=hls, plots=_plots(report, hls), sweeps=_sweeps(report),
+        headline_legend=HEADLINE_LEGEND, conventions=run_conventions(report), headlines=hls,
+        plots=_plots(report, hls), sweeps=_sweeps(report),
         index_notes=_index_overviews(report),
         trends=trends, trends_caption=(f"the last {len(history[0])} runs of the history, headline values over all "
                                        "classes" if history else ""),
