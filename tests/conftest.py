@@ -30,3 +30,14 @@ def shared_dataset(shared_data: Path):
         return path
 
     return get
+
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_inherited_terminal_size():
+    """Every test sees the same environment whatever runs it: pytest-xdist sets ``COLUMNS``/``LINES`` in its worker
+    processes (80 x 24), which would narrow the terminal views under ``-n`` only. Session-scoped, so module-scoped
+    fixtures (one demo run per file) see it too; a test that needs a width passes ``COLUMNS`` itself."""
+    saved = {k: os.environ.pop(k) for k in ("COLUMNS", "LINES") if k in os.environ}
+    yield
+    os.environ.update(saved)
