@@ -226,9 +226,9 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
     set:
 
     - a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, a
-      route of a parser routing table, the keys of ``[parser_options]`` and of boilerplate ``cleaner_options``, ``[auditor_options.*]`` ``scrubber`` /
-      ``detector`` / ``cleaners``), and any option value shaped like one (``pkg.mod:attr``) at any depth of a
-      plug-in's options;
+      route of a parser routing table, the keys of ``[parser_options]`` and of boilerplate ``cleaner_options``,
+      ``[auditor_options.*]`` ``scrubber`` / ``detector`` / ``cleaners``), and any option value shaped like one
+      (``pkg.mod:attr``) at any depth of a plug-in's options;
     - a file or folder: ``run.cache_dir``, a pipeline embedder's ``model`` folder (loading a model may run its
       code) and, at any depth of any plug-in's options (pipeline stages, ``[parser_options.*]``,
       ``[auditor_options.*]``), a key naming one (`_PATH_KEY`: ``cache_dir``, ``*_dir``, ``*_path``, ``*_file``,

@@ -37,7 +37,7 @@ from ingestaudit.document import Document
 from ingestaudit.measurement import Measurement, Score, State
 from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
-from ingestaudit.parsers.routing import ParserSpec, Unrouted, parser_spec  # noqa: F401 (parser_spec: the CLI's)
+from ingestaudit.parsers.routing import ParserSpec, Unrouted, parser_spec
 from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.tables import headline_keys
@@ -227,11 +227,11 @@ def _run_task(task: Task) -> TaskResult:
     """Parse one document with one pipeline's parser, run every selected per-document auditor on it, then (when a
     chain stage is selected) clean, chunk and embed it and audit the chunks (in a worker process).
 
-    Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped``
-    rows (``error`` rows for a routed pipeline: `Unrouted`), a missing output ``no_prediction`` rows; an auditor or chain stage that raises gives ``error`` rows for
-    its stage only. Each corpus-level stage gets its compact artefact (`CorpusAuditor.artefact`, computed here from
-    the parsed document; from the truth alone when there is none), and the retrieval and index stages the chain's
-    `DocChunks`; the parsed document itself never leaves this function.
+    Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped`` rows
+    (``error`` rows for a routed pipeline: `Unrouted`), a missing output ``no_prediction`` rows; an auditor or chain
+    stage that raises gives ``error`` rows for its stage only. Each corpus-level stage gets its compact artefact
+    (`CorpusAuditor.artefact`, computed here from the parsed document; from the truth alone when there is none), and
+    the retrieval and index stages the chain's `DocChunks`; the parsed document itself never leaves this function.
     """
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
     corpus_level = any(isinstance(a, CorpusAuditor) for a in auditors)

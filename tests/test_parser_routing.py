@@ -42,7 +42,8 @@ def _corpus(root, files, toml):
 ACCEPTANCE = {"report.pdf": (None, PDF_TRUTH),
               "page.html": (b"<html><body><p>An HTML page read by unstructured.</p></body></html>",
                             "An HTML page read by unstructured."),
-              "notes.txt": (b"Plain notes, read as their reference text.\n", "Plain notes, read as their reference text.")}
+              "notes.txt": (b"Plain notes, read as their reference text.\n",
+                            "Plain notes, read as their reference text.")}
 ROUTED = '[pipelines.mixed]\nparser = { pdf = "pymupdf", html = "unstructured", txt = "reference" }\n'
 
 
