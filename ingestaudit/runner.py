@@ -1064,7 +1064,6 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     corpus_summary, details, corpus_failures = _corpus_stages(
         collector, pipelines, stage_args, contexts, store,
         lambda pipe, doc_id: specs[pipe.name].route_label(docs[doc_id]) if doc_id in docs else "")
-    del docs
     rejected = [(q.id, questions.question_class(q, doc_classes), msg) for q, msg in questions.rejected]
     p_summary, p_details, p_failures, timings = _pipeline_stages(
         collector, pipelines, stage_args, questions, question_classes, config, store, rejected)

@@ -37,7 +37,7 @@ class ParserSpec:
         options: keyword options of the parser.
         precomputed_root: the ``--outputs`` folder of a precomputed pipeline, else None.
         routes: the routing table, `ingestaudit.pipeline.DEFAULT_ROUTE` last; empty for one parser.
-        pipeline: the pipeline's name (in `Unrouted` messages).
+        pipeline: the pipeline's name, for a routing table (its `Unrouted` messages name it).
     """
 
     name: str
