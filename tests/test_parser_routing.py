@@ -104,7 +104,7 @@ def unread_run(tmp_path_factory):
     root = _corpus(tmp_path_factory.mktemp("corpus"), UNREAD, UNREAD_TOML)
     out = tmp_path_factory.mktemp("out")
     r = CliRunner().invoke(app, ["run", str(root), "--pipeline", "routed", "--parser", "pymupdf", "--stage",
-                                 "extraction", "--out", str(out), "--executor", "serial"])
+                                 "extraction", "--stage", "dedup", "--out", str(out), "--executor", "serial"])
     assert r.exit_code == 0, r.output
     return out
 
@@ -129,6 +129,13 @@ def test_a_document_no_route_reads_is_an_error_naming_pipeline_extension_and_rou
     report = json.loads((unread_run / "report.json").read_text(encoding="utf-8"))
     listed = [(f["item"], f["pipeline"], f["stage"]) for f in report["failures"] if f["pipeline"] == "routed"]
     assert sorted(listed) == [("mixed/scan", "routed", "parse"), ("mixed/table", "routed", "parse")]  # once each
+
+
+def test_corpus_level_rows_name_the_parser_of_their_document_too(unread_run):
+    dedup = {(r.item, r.pipeline): r.parser for r in iter_store_rows(unread_run / "measurements.parquet")
+             if r.stage == "dedup" and r.item_kind == "document"}
+    assert dedup[("mixed/report", "routed")] == "pymupdf" and dedup[("mixed/notes", "routed")] == "reference"
+    assert dedup[("mixed/table", "routed")] == "" and dedup[("mixed/notes", "pymupdf")] == "pymupdf"
 
 
 def test_plain_parser_pipelines_keep_skipped_only_when_another_parser_reads_the_file(unread_run):
