@@ -237,15 +237,19 @@ def run(
     # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
-    cfg.run.parsers = [p.stage("parser").use for p in pipes if p.precomputed_root is None]
-    try:
-        for p in pipes:
-            if p.precomputed_root is None:
-                ok, why = parser_spec(p, cfg.parser_options).build().available()
-                if not ok:
-                    _fail(f"pipeline {p.name!r}: parser {p.stage('parser').use!r} is unavailable: {why}")
-    except (UnknownParser, ParserUnavailable, ValueError) as exc:
-        _fail(str(exc), "see 'ingestaudit parsers'")
+    cfg.run.parsers = [name for p in pipes if p.precomputed_root is None for name in p.parsers()]
+    for p in pipes:
+        if p.precomputed_root is not None:
+            continue
+        spec = parser_spec(p, cfg.parser_options)
+        for key, route in spec.routes or (("", spec),):  # every route's parser, before any document is read
+            where = f"pipeline {p.name!r}" + (f", route {key!r}" if key else "")
+            try:
+                ok, why = route.build().available()
+            except (UnknownParser, ParserUnavailable, ValueError) as exc:
+                _fail(f"{where}: {exc}" if key else str(exc), "see 'ingestaudit parsers'")
+            if not ok:
+                _fail(f"{where}: parser {route.name!r} is unavailable: {why}")
     if not found.documents:
         _fail(f"{found.root}: no documents under docs/<class>/")
 
@@ -299,7 +303,14 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             problems.append(str(exc))
         else:
             limits = cfg.limits
+            from ingestaudit.pipeline import PipelineError, make_pipeline
             from ingestaudit.runner import select_stages
+
+            for name, table in cfg.pipelines.items():  # as `run` checks them: stages, parser routing tables
+                try:
+                    make_pipeline(name, table)
+                except PipelineError as exc:
+                    problems.append(f"{CONFIG_NAME}: {exc}")
 
             try:  # every [auditor_options.X] table names a stage and its options build that auditor
                 select_stages(cfg.run.stages, [], cfg.auditor_options)
@@ -379,15 +390,16 @@ def init(corpus: Annotated[Path, typer.Argument(help="Folder to create (must be 
 
 @app.command()
 def parsers() -> None:
-    """List the registered parsers, whether each is available here, and its version."""
-    from ingestaudit.parsers.registry import load_parser, parser_names
+    """List the registered parsers, whether each is available here, its version and the file extensions it reads
+    (the routes it can take in a pipeline's ``parser = { ext = "name" }`` table)."""
+    from ingestaudit.parsers.registry import load_parser, parser_extensions, parser_names
 
     for name in parser_names():
         try:
             ok, info = load_parser(name).available()
         except Exception as exc:  # a broken plug-in is listed, not fatal
             ok, info = False, f"{type(exc).__name__}: {exc}"
-        _echo(f"{name}\t{'available' if ok else 'unavailable'}\t{info}")
+        _echo(f"{name}\t{'available' if ok else 'unavailable'}\t{info}\t{parser_extensions(name)}")
 
 
 def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_gate: dict, cfg_path: Path | None,
@@ -755,7 +767,11 @@ def stages() -> None:
     from ingestaudit.stages.embedders.registry import embedder_names
     from ingestaudit.stages.retrievers import retriever_names
 
+    from ingestaudit.parsers.registry import parser_extensions, parser_names
+
     typer.echo("audited stages: " + ", ".join(stage_names()))
+    typer.echo(f"parser (default {DEFAULTS['parser']}; routes: the extensions each reads): "
+               + "; ".join(f"{n} ({parser_extensions(n)})" for n in parser_names()))
     for stage, names in (("cleaner", cleaner_names()), ("chunker", chunker_names()),
                          ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"]),
                          ("retriever", retriever_names())):

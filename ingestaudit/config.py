@@ -13,7 +13,7 @@ Example::
     min_span_coverage = 0.5                 # share of an evidence span one chunk must hold (printed in the report)
 
     [pipelines.small-chunks]                # a named pipeline; stages left out take their defaults
-    parser = "pymupdf"
+    parser = "pymupdf"                      # or by extension: { pdf = "pymupdf", html = "unstructured", default = ... }
     chunker = { use = "recursive", size = 500, overlap = 50 }
 
     [parser_options.pymupdf]
@@ -132,7 +132,8 @@ class Config(_Strict):
 
     run: RunConfig = Field(default=RunConfig(), description="[run]: what runs and how")
     pipelines: dict[str, dict[str, Any]] = Field(default={}, description="[pipelines.<name>]: stage -> "
-                                                 "implementation or {use = ..., options} (below)")
+                                                 "implementation or {use = ..., options}; parser also "
+                                                 "{extension = parser, default = parser} (below)")
     parser_options: dict[str, dict[str, Any]] = Field(default={}, description="[parser_options.<parser>]: keyword "
                                                       "options of a parser (below)")
     auditor_options: dict[str, dict[str, Any]] = Field(default={}, description="[auditor_options.<stage>]: keyword "
@@ -224,10 +225,10 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
     """``(field, why)`` for every value an untrusted configuration (a corpus's own ``ingestaudit.toml``) may not
     set:
 
-    - a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, the
-      keys of ``[parser_options]`` and of boilerplate ``cleaner_options``, ``[auditor_options.*]`` ``scrubber`` /
-      ``detector`` / ``cleaners``), and any option value shaped like one (``pkg.mod:attr``) at any depth of a
-      plug-in's options;
+    - a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, a
+      route of a parser routing table, the keys of ``[parser_options]`` and of boilerplate ``cleaner_options``,
+      ``[auditor_options.*]`` ``scrubber`` / ``detector`` / ``cleaners``), and any option value shaped like one
+      (``pkg.mod:attr``) at any depth of a plug-in's options;
     - a file or folder: ``run.cache_dir``, a pipeline embedder's ``model`` folder (loading a model may run its
       code) and, at any depth of any plug-in's options (pipeline stages, ``[parser_options.*]``,
       ``[auditor_options.*]``), a key naming one (`_PATH_KEY`: ``cache_dir``, ``*_dir``, ``*_path``, ``*_file``,
@@ -268,7 +269,10 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
     for pipe, table in cfg.pipelines.items():
         for stage, choice in table.items():
             field = f"pipelines.{_table_key(pipe)}.{stage}"
-            if isinstance(choice, dict):
+            if stage == "parser" and isinstance(choice, dict) and "use" not in choice:  # a routing table: ext -> name
+                for ext, route in choice.items():
+                    name(f"{field}.{_table_key(str(ext))}", route)
+            elif isinstance(choice, dict):
                 name(f"{field}.use", choice.get("use"))
                 if stage == "embedder" and "model" in choice:
                     found[f"{field}.model"] = "a model folder may run code when loaded: give it in a --config file"

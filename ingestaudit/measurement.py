@@ -74,7 +74,8 @@ class Score:
 @dataclass(frozen=True)
 class Measurement:
     """One row of ``report.json["measurements"]``: a `Score` placed at item x pipeline (an item is a document or,
-    with ``item_kind="question"``, a labelled question)."""
+    with ``item_kind="question"``, a labelled question). ``parser``: the parser the pipeline routes the document to
+    (`ingestaudit.parsers.routing.ParserSpec.route_label`), ``""`` for a question or a document no route reads."""
 
     item: str
     doc_class: str
@@ -88,13 +89,15 @@ class Measurement:
     state: State
     detail: dict[str, Any]
     item_kind: str = "document"
+    parser: str = ""
 
     @classmethod
     def of(cls, score: Score, *, item: str, doc_class: str, pipeline: str,
-           item_kind: str = "document") -> "Measurement":
-        """Place ``score`` at ``item`` (class ``doc_class``) for ``pipeline``; the stage is the metric's prefix."""
+           item_kind: str = "document", parser: str = "") -> "Measurement":
+        """Place ``score`` at ``item`` (class ``doc_class``) for ``pipeline`` (read by ``parser``); the stage is the
+        metric's prefix."""
         return cls(item, doc_class, pipeline, score.metric.split(".", 1)[0], score.metric, score.label,
-                   score.value, score.numerator, score.denominator, score.state, score.detail, item_kind)
+                   score.value, score.numerator, score.denominator, score.state, score.detail, item_kind, parser)
 
     def with_state(self, state: State, reason: str) -> "Measurement":
         """A copy without value, in ``state``, with ``reason`` in the detail."""

@@ -6,11 +6,18 @@ options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingesta
 (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
 precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
 named ``<pipeline>/<option>=<value>`` so the value shows in every report column.
+
+Parser routing: a pipeline's ``parser`` may be a table keyed by file extension instead of one name,
+``parser = { pdf = "pymupdf", html = "unstructured", default = "unstructured" }`` (`parser_routes`): each document is
+read by the parser of its extension, else by ``default``. Keys are literal extensions, case-insensitive, with or
+without the leading dot: ``htm`` and ``html``, ``jpg`` and ``jpeg``, ``tif`` and ``tiff`` are different keys, each
+listed on its own. A table with ``use`` is one parser with options, as for every stage.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
@@ -25,6 +32,15 @@ DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "
 
 PRECOMPUTED = "precomputed"
 
+ROUTED = "routed"
+"""The ``use`` of a parser stage routed by file extension (`StageChoice.routes` holds the table)."""
+
+DEFAULT_ROUTE = "default"
+"""The key of a routing table's route for every extension it does not list."""
+
+_EXTENSION = re.compile(r"[a-z0-9][a-z0-9_+-]*")
+"""A routing key once lower-cased and stripped of its dot: what `ingestaudit.document.Document.suffix` can be."""
+
 
 class PipelineError(ValueError):
     """A pipeline definition or a ``--sweep`` is invalid; the message names the table or flag and the field."""
@@ -32,10 +48,12 @@ class PipelineError(ValueError):
 
 @dataclass(frozen=True)
 class StageChoice:
-    """One stage of a pipeline: the implementation's name and its options (sorted ``(key, value)`` pairs)."""
+    """One stage of a pipeline: the implementation's name and its options (sorted ``(key, value)`` pairs); a parser
+    routed by extension has ``use`` `ROUTED`, no options and its ``routes`` (`parser_routes`)."""
 
     use: str
     options: tuple[tuple[str, Any], ...] = ()
+    routes: tuple[tuple[str, str], ...] = ()
 
     def kwargs(self) -> dict[str, Any]:
         """The options as keyword arguments."""
@@ -67,6 +85,12 @@ class Pipeline:
         """The `StageChoice` of stage ``name`` (one of `STAGES`)."""
         return dict(self.stages)[name]
 
+    def parsers(self) -> list[str]:
+        """The parser names this pipeline reads documents with: its routes' parsers (each once, in table order) or
+        its one parser."""
+        choice = self.stage("parser")
+        return list(dict.fromkeys(name for _, name in choice.routes)) if choice.routes else [choice.use]
+
     @property
     def folder(self) -> Path | None:
         """The precomputed outputs' folder (``precomputed_root / source``), or None."""
@@ -79,8 +103,11 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
     ``{use = "...", option = value, ...}``; stages left out take `DEFAULTS` (precomputed pipelines take the
     ``precomputed`` parser, cleaner and chunker, which read what the outputs hold).
 
+    A ``parser`` table without ``use`` is a routing table (`parser_routes`).
+
     Raises:
-        PipelineError: an unknown stage key, or a stage that is neither a string nor a table with ``use``.
+        PipelineError: an unknown stage key, a stage that is neither a string nor a table with ``use``, or a bad
+            routing table.
     """
     table = dict(table or {})
     where = where or f"[pipelines.{name}]"
@@ -95,6 +122,8 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
         raw = table.get(stage, defaults[stage])
         if isinstance(raw, str) and raw:
             choice = StageChoice(raw)
+        elif stage == "parser" and isinstance(raw, dict) and "use" not in raw:
+            choice = StageChoice(ROUTED, routes=parser_routes(raw, where))
         elif isinstance(raw, dict) and isinstance(raw.get("use"), str) and raw["use"]:
             opts = {k: v for k, v in raw.items() if k != "use"}
             choice = StageChoice(raw["use"], tuple(sorted(opts.items())))
@@ -103,6 +132,47 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
                                 f"(e.g. {stage} = {{ use = \"{DEFAULTS[stage]}\" }})")
         stages.append((stage, choice))
     return Pipeline(name, tuple(stages), precomputed_root, name if precomputed_root is not None else "")
+
+
+def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    """The routes of a ``parser = { ext = "name", ..., default = "name" }`` table: ``(extension, parser)`` pairs in
+    table order, `DEFAULT_ROUTE` last. A key is lower-cased and loses one leading dot (``".PDF"`` is ``pdf``); a
+    parser is a registered name (`ingestaudit.parsers.registry.parser_names`) or a ``"module:Class"`` path.
+
+    Args:
+        where: the table in messages (``[pipelines.<name>]``).
+
+    Raises:
+        PipelineError: an empty table, a value that is not a non-empty string, a key that is not an extension, an
+            extension given twice (``pdf`` and ``PDF``, ``.pdf`` and ``pdf``), or an unknown parser; the message names
+            the pipeline, the key and the valid parsers.
+    """
+    from ingestaudit.parsers.registry import parser_names
+    from ingestaudit.plugins import is_module_path
+
+    valid = parser_names()
+    known = f"valid parsers: {', '.join(valid)}"
+    if not table:
+        raise PipelineError(f"{where} parser: empty routing table; give extension = parser pairs, e.g. parser = "
+                            f"{{ pdf = \"pymupdf\", default = \"unstructured\" }} ({known})")
+    keys: dict[str, str] = {}
+    routes = []
+    for key, name in table.items():
+        ext = str(key).strip().lower()
+        ext = ext[1:] if ext.startswith(".") else ext
+        if not isinstance(name, str) or not name.strip():
+            raise PipelineError(f"{where} parser, key {key!r}: {name!r} is not a parser name; give a string ({known})")
+        if not _EXTENSION.fullmatch(ext):
+            raise PipelineError(f"{where} parser, key {key!r}: not a file extension (letters, digits, _ + -, "
+                                f"optionally after one dot) nor {DEFAULT_ROUTE!r} ({known})")
+        if ext in keys:
+            raise PipelineError(f"{where} parser, key {key!r}: extension {ext!r} given twice ({keys[ext]!r} and "
+                                f"{key!r}; keys are case-insensitive, with or without the dot) ({known})")
+        if name not in valid and not is_module_path(name):
+            raise PipelineError(f"{where} parser, key {key!r}: unknown parser {name!r}; {known}")
+        keys[ext] = str(key)
+        routes.append((ext, name))
+    return tuple(sorted(routes, key=lambda r: r[0] == DEFAULT_ROUTE))
 
 
 @dataclass(frozen=True)
@@ -147,11 +217,18 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep]) -> list[Pipeline]:
     """One variant per combination of sweep values for every pipeline, named ``<name>/<option>=<value>[,...]``.
 
     Example: ``pymupdf`` swept over ``chunker.size=128,256`` gives ``pymupdf/size=128`` and ``pymupdf/size=256``.
+
+    Raises:
+        PipelineError: a ``parser.*`` sweep over a pipeline whose parser is routed by extension.
     """
     if not sweeps:
         return list(pipelines)
     out = []
     for p in pipelines:
+        for s in sweeps:
+            if s.stage == "parser" and p.stage("parser").routes:
+                raise PipelineError(f"--sweep parser.{s.option}: pipeline {p.name!r} routes its parser by file "
+                                    "extension; set each parser's options in [parser_options.<parser>]")
         for combo in product(*(s.values for s in sweeps)):
             stages = dict(p.stages)
             for s, v in zip(sweeps, combo):

@@ -344,7 +344,17 @@ def config_page() -> str:
             "A named pipeline, one column of the report. Keys are stages: " + ", ".join(f"`{s}`" for s in STAGES)
             + "; each an implementation name (`chunker = \"recursive\"`) or a table with `use` and that "
             "implementation's options (`chunker = { use = \"recursive\", size = 500, overlap = 50 }`). A stage left "
-            "out takes its default; `ingestaudit stages` lists the implementations.", ""]
+            "out takes its default; `ingestaudit stages` lists the implementations.", "",
+            "`parser` may also be a routing table keyed by file extension, with an optional `default`: `parser = { "
+            "pdf = \"pymupdf\", html = \"unstructured\", png = \"tesseract\", default = \"unstructured\" }`. Each "
+            "document is read by the parser of its extension, else by `default`. Keys are literal extensions, "
+            "case-insensitive, with or without the dot (`PDF`, `.pdf` and `pdf` are one key, given once); `htm` and "
+            "`html`, `jpg` and `jpeg`, `tif` and `tiff` are different keys, each listed. A route's options come from "
+            "`[parser_options.<parser>]`. A document no route reads (no route for its extension and no default, or a "
+            "parser that does not read that file type) is an `error` of that pipeline. The `parser` column of "
+            "`measurements.parquet` names the parser each document went to; `ingestaudit stages` lists the "
+            "extensions each parser reads. An unknown parser, an empty table, a value that is not a name or an "
+            "extension given twice is an error (exit 2) before any document is read.", ""]
     out += ["## [parser_options.&lt;parser&gt;]", "",
             "Keyword options of a parser, by parser name. The built-in parsers (`ingestaudit parsers` lists every "
             "installed one):", ""]

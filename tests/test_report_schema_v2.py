@@ -127,7 +127,7 @@ def pymupdf_run(tmp_path_factory) -> Path:
 
 def test_a_new_run_writes_schema_2(pymupdf_run):
     raw = json.loads(pymupdf_run.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == "2.1"
+    assert raw["schema_version"] == SCHEMA_VERSION == "2.2"
     assert "parsers" not in raw
     assert [p["name"] for p in raw["pipelines"]] == ["pymupdf"]
     assert raw["pipelines"][0]["kind"] == "configured"
@@ -136,7 +136,7 @@ def test_a_new_run_writes_schema_2(pymupdf_run):
     assert rows and raw["summary"] and raw["measurements"]["rows"] == len(rows)
     for m in rows:
         assert m["pipeline"] == "pymupdf" and m["item"] == "notes/hello" and m["item_kind"] == "document"
-        assert "parser" not in m and "doc_id" not in m
+        assert m["parser"] == "pymupdf" and "doc_id" not in m  # schema 2.2: the parser that read the document
     for s in raw["summary"]:
         assert s["pipeline"] == "pymupdf" and "parser" not in s
     cer = [m for m in rows if m["metric"] == "extraction.cer"]

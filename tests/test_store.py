@@ -68,7 +68,7 @@ def test_run_names_the_store_with_its_sha256(tmp_path):
     report = json.loads((out / "report.json").read_text())
     data = (out / "measurements.parquet").read_bytes()
     table = pq.read_table(out / "measurements.parquet")
-    assert report["schema_version"] == "2.1" and "measurements_store" not in report
+    assert report["schema_version"] == "2.2" and "measurements_store" not in report
     assert report["measurements"] == {"file": "measurements.parquet", "sha256": hashlib.sha256(data).hexdigest(),
                                       "rows": table.num_rows}
     rows = measurements(out)

@@ -41,3 +41,18 @@ def load_parser(name: str, options: dict | None = None) -> Parser:
     cls = plugin_class(GROUP, name, what="parser", entry_points=_entry_points, known=parser_names,
                        unknown=UnknownParser, unavailable=ParserUnavailable, unimportable=UnknownParser)
     return instantiate(cls, options, f"parser {name!r}", section=f"[parser_options.{name}]")
+
+
+def parser_extensions(name: str) -> str:
+    """The file extensions parser ``name`` reads, lower case without the dot, sorted and comma-separated (the keys a
+    routing table may send to it); ``"any"`` for a parser that never reads the file (``reference``); ``"?"`` with
+    the reason when it does not load."""
+    try:
+        cls = plugin_class(GROUP, name, what="parser", entry_points=_entry_points, known=parser_names,
+                           unknown=UnknownParser, unavailable=ParserUnavailable, unimportable=UnknownParser)
+    except Exception as exc:  # listed, never fatal
+        return f"? ({type(exc).__name__}: {exc})"
+    exts = sorted(e.lstrip(".") for e in getattr(cls, "extensions", ()))
+    if not exts and getattr(cls, "supports", Parser.supports) is not Parser.supports:
+        return "any"
+    return ", ".join(exts) or "none"

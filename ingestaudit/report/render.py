@@ -370,6 +370,8 @@ def _settings_markdown(report: Report) -> list[str]:
         out += [f"  - {_md(stage)}: {md_code(s.implementation)} {_md(s.version)} "
                 f"{md_code(json.dumps(s.settings, sort_keys=True, ensure_ascii=False))}"
                 for stage, s in p.stages.items()]
+        out += [f"  - parser route {md_code(r.extension)}: {md_code(r.implementation)} {_md(r.version)} "
+                f"{md_code(json.dumps(r.settings, sort_keys=True, ensure_ascii=False))}" for r in p.routes]
     for stage, opts in (report.config.get("auditors") or {}).items():
         out.append(f"- stage {md_code(stage)}: {md_code(json.dumps(opts, sort_keys=True, ensure_ascii=False))}")
     return out + ["", "</details>", ""]
@@ -505,6 +507,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 {% for p in pipelines %}<h3>pipeline {{ p.name }} <small>{{ p.kind }}</small></h3>
 <table><tr><th>stage</th><th>implementation</th><th>version</th><th>settings</th></tr>
 {% for stage, s in p.stages.items() %}<tr><td>{{ stage }}</td><td>{{ s.implementation }}</td><td>{{ s.version }}</td><td><code>{{ tojson(s.settings) }}</code></td></tr>{% endfor %}
+{% for r in p.routes %}<tr><td>parser route {{ r.extension }}</td><td>{{ r.implementation }}</td><td>{{ r.version }}</td><td><code>{{ tojson(r.settings) }}</code></td></tr>{% endfor %}
 </table>{% endfor %}
 <h3>Auditor options</h3>
 <table><tr><th>stage</th><th>options</th></tr>

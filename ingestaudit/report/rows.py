@@ -20,7 +20,7 @@ from ingestaudit.report.schema import MeasurementRow, Report, ReportError, Store
 _VERIFIED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256 already checked
 
 _FIELDS = ("item", "item_kind", "doc_class", "pipeline", "stage", "metric", "label", "value", "numerator",
-           "denominator", "state", "detail")
+           "denominator", "state", "parser")
 
 
 def store_file(report: Report) -> Path | None:
@@ -120,12 +120,12 @@ def iter_store_rows(path: Path, *, metrics: Collection[str] | None = None, state
     from ingestaudit.store import iter_batches
 
     columns = ["item", "item_kind", "class", "pipeline", "stage", "metric", "label", "value", "numerator",
-               "denominator", "state"] + (["detail"] if detail else [])
+               "denominator", "state", "parser"] + (["detail"] if detail else [])
     construct = MeasurementRow.model_construct
     for batch in iter_batches(path, columns, _filter(metrics, states, item_kind, items, pipelines, stages)):
         cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-        details = cols[11] if detail else None
-        for k, values in enumerate(zip(*cols[:11])):
+        details = cols[12] if detail else None
+        for k, values in enumerate(zip(*cols[:12])):
             yield construct(**dict(zip(_FIELDS, values)),
                             detail=json.loads(details[k]) if details is not None else {})
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"  # 2.2: pipelines[].routes and the store's parser column (parser routing)
 READABLE_MAJORS = ("1", "2")  # version-1 reports are read and migrated (parser -> pipeline, doc_id -> item)
 ALL_CLASSES = "__all__"
 MAX_FAILURES_LISTED = 1000
@@ -52,20 +52,33 @@ class StageInfo(_Model):
     settings: dict[str, Any]
 
 
+class ParserRoute(_Model):
+    """One route of a pipeline whose parser is routed by file extension: the extension (lower case, no dot) or
+    ``"default"``, and the parser's name, version and settings."""
+
+    extension: str
+    implementation: str
+    version: str
+    settings: dict[str, Any]
+
+
 class PipelineInfo(_Model):
     """A pipeline of the run: ``kind`` is ``"configured"`` (built from stage implementations) or ``"precomputed"``
     (a folder of ``--outputs``); ``stages`` maps stage name (parser, cleaner, chunker, embedder, index) to its
-    `StageInfo`."""
+    `StageInfo`. A parser routed by extension is ``stages["parser"].implementation == "routed"`` with its table in
+    ``routes`` (schema 2.2; empty for one parser)."""
 
     name: str
     kind: str
     stages: dict[str, StageInfo]
+    routes: list[ParserRoute] = []
     documents_with_warnings: int = 0  # documents whose parse raised warnings (`Report.parse_warnings` lists them)
 
 
 class MeasurementRow(_Model):
     """One item x pipeline x metric x label measurement. ``item`` is a document id (``item_kind`` ``"document"``)
-    or a question id (``"question"``)."""
+    or a question id (``"question"``). ``parser``: the parser the pipeline routed the document to (schema 2.2;
+    ``""`` for a question, a document no route reads, and rows of older reports)."""
 
     item: str
     item_kind: str
@@ -79,6 +92,7 @@ class MeasurementRow(_Model):
     denominator: float | None
     state: str
     detail: dict[str, Any]
+    parser: str = ""
 
 
 class SummaryRow(_Model):
