@@ -222,7 +222,7 @@ def run(
     try:
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,
-                        sweeps=sweeps, default_parsers=list(cfg.run.parsers))
+                        sweeps=sweeps, default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
     except PipelineError as exc:
         _fail(str(exc), "see 'ingestaudit run --help'")
     from ingestaudit.io import OutputError, check_output_file, check_output_folder, folder_ids

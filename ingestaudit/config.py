@@ -38,6 +38,7 @@ Example::
     tables = 500                            # tables of one document (reference, and predicted: tables auditor)
     questions_bytes = 33554432              # questions.jsonl
     question_line_chars = 1048576           # one line of questions.jsonl, in code points
+    pipelines = 64                          # pipelines of one run, --sweep variants counted
 
 A corpus's own ``ingestaudit.toml`` is untrusted input (issue 15): `untrusted_fields` lists what only the user may
 set there (module paths, folders written to, model folders, a scheduler, limits above their defaults).
@@ -117,6 +118,9 @@ class Limits(_Strict):
     questions_bytes: StrictInt = Field(default=32 << 20, ge=1, description="bytes of questions.jsonl")
     question_line_chars: StrictInt = Field(default=1 << 20, ge=1, description="code points of one questions.jsonl "
                                            "line")
+    pipelines: StrictInt = Field(default=64, ge=1, description="pipelines of one run, sweep variants counted "
+                                 "(pipelines x the product of the --sweep value counts, counted before any is built); "
+                                 "over it the run is refused (exit 2)")
 
 
 class ReportConfig(_Strict):

@@ -93,3 +93,131 @@ def test_a_scheduler_that_never_completes_the_handshake_is_exit_2(tmp_path, answ
     assert ("did not answer within 5 s" in err) if not answer else ("handshake failed" in err
                                                                       or "did not answer within 5 s" in err)
     assert "Traceback" not in r.stderr and not (tmp_path / "out" / "report.json").exists()
+
+
+# --- 2. sizes that grew without a cap: sweeps, pipelines, paired tests -------------------------------------------
+
+PEAK = ("import resource, sys\nfrom ingestaudit.cli import app\ntry:\n    app(sys.argv[1:], prog_name='ingestaudit')\n"
+        "finally:\n    sys.stderr.write(f'\\npeak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
+
+
+def cli_peak(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """The command in a child process, with its peak resident memory in KiB (``ru_maxrss``)."""
+    r = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    return r, int(r.stderr.rsplit("peak_kb=", 1)[1].split()[0])
+
+
+def test_a_sweep_past_the_pipeline_limit_is_refused_before_it_is_expanded(tmp_path):
+    c = small_corpus(tmp_path / "grid")
+    values = ",".join(str(v) for v in range(1, 41))
+    r, peak_kb = cli_peak("run", str(c), "-p", "reference", "-p", "pymupdf", "--out", str(tmp_path / "out"),
+                          "--sweep", f"chunker.size={values}", "--sweep", f"chunker.overlap={values}",
+                          "--sweep", f"index.m={values}", "--sweep", f"index.ef_search={values}")
+    assert r.returncode == 2, r.stderr
+    # 2 pipelines x 40^4 values = 5,120,000 variants, counted, never built (the trial saw 3.8 GB and rising)
+    assert ("5,120,000 pipelines to audit (2 pipelines x 40 (chunker.size) x 40 (chunker.overlap) x 40 (index.m) "
+            "x 40 (index.ef_search)): over [limits] pipelines = 64") in flat(r.stderr)
+    assert peak_kb < 1 << 20  # under 1 GiB
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_pipeline_limit_counts_variants_exactly():
+    from ingestaudit.pipeline import PipelineError, Sweep, expand, make_pipeline
+
+    pipes = [make_pipeline(n, {"parser": "reference"}) for n in ("north", "south")]
+    sweep = Sweep.parse("chunker.size=" + ",".join(str(v) for v in range(100, 132)))  # 32 values
+    assert len(expand(pipes, [sweep], limit=64)) == 64  # 2 x 32: at the limit
+    with pytest.raises(PipelineError, match=r"^66 pipelines to audit \(2 pipelines x 33 \(chunker.size\)\): over "
+                                            r"\[limits\] pipelines = 64"):
+        expand(pipes, [Sweep.parse("chunker.size=" + ",".join(str(v) for v in range(100, 133)))], limit=64)
+
+
+def _many_pipelines(n: int) -> str:
+    return "".join(f'[pipelines.variant-{i:03d}]\nparser = "reference"\nchunker = {{ use = "fixed", size = {100 + i} }}\n'
+                   for i in range(n))
+
+
+def test_a_corpus_toml_with_too_many_pipelines_is_refused_by_run_and_validate(tmp_path):
+    c = small_corpus(tmp_path / "many", toml=_many_pipelines(70))
+    r = cli("run", str(c), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr
+    assert "70 pipelines to audit (70 pipelines): over [limits] pipelines = 64" in flat(r.stderr)
+    v = cli("validate", str(c))
+    assert v.returncode == 2, v.stdout + v.stderr
+    assert "70 pipelines to audit (70 pipelines): over [limits] pipelines = 64" in flat(v.stdout)
+
+
+def test_a_corpus_may_lower_the_pipeline_limit(tmp_path):
+    c = small_corpus(tmp_path / "low", toml="[limits]\npipelines = 2\n")
+    r = cli("run", str(c), "-p", "reference", "--sweep", "chunker.size=200,300,400", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr
+    assert "3 pipelines to audit (1 pipeline x 3 (chunker.size)): over [limits] pipelines = 2" in flat(r.stderr)
+
+
+def test_the_same_option_swept_twice_is_refused(tmp_path):
+    c = small_corpus(tmp_path / "twice")
+    r = cli("run", str(c), "-p", "reference", "--sweep", "chunker.overlap=0,10", "--sweep", "index.m=8,16",
+            "--sweep", "chunker.overlap=20", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr
+    assert "--sweep chunker.overlap: the same option swept twice" in flat(r.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+def _cer_row(item: str, pipeline: str, value: float, doc_class: str = "c"):
+    from ingestaudit.report.schema import MeasurementRow
+
+    return MeasurementRow(item=item, item_kind="document", doc_class=doc_class, pipeline=pipeline,
+                          stage="extraction", metric="extraction.cer", label="", value=value, numerator=None,
+                          denominator=None, state="ok", detail={})
+
+
+def test_paired_tests_grow_with_the_pipelines_not_their_square():
+    from ingestaudit.report.paired import paired_tests
+    from ingestaudit.report.tables import significant_best
+
+    base = {"p0": 0.30, "p1": 0.25, "p2": 0.20, "p3": 0.05, "p4": 0.15, "p5": 0.40}  # p3 has the lowest CER
+    rows = [_cer_row(f"d{i}", p, b + 0.001 * i * (k + 1)) for k, (p, b) in enumerate(base.items()) for i in range(8)]
+    tests = paired_tests(rows, list(base), keys=[("extraction.cer", "")])
+    mine = [t for t in tests if t.doc_class == "c"]
+    # 6 pipelines: 5 tests (the best, p3, against each other one), not 15; __all__ holds the same items: copies
+    assert [(t.pipeline_a, t.pipeline_b) for t in mine] == [("p0", "p3"), ("p1", "p3"), ("p2", "p3"), ("p3", "p4"),
+                                                            ("p3", "p5")]
+    assert len(tests) == 10 and all(t.n_pairs == 8 for t in tests)
+    # every difference has one sign: exact two-sided Wilcoxon p = 2 / 2^8; the family is the 5 class tests (Holm x5)
+    assert all(t.p_value == pytest.approx(2 / 256) for t in mine)
+    assert all(t.p_holm == pytest.approx(5 * 2 / 256) and t.better == "p3" for t in mine)
+    assert significant_best(tests, list(base), "extraction.cer", "", "c") == "p3"
+    assert "the class's best pipeline against each other one" in mine[0].method
+
+
+def test_a_pipeline_that_beats_the_best_alone_gets_no_star():
+    from ingestaudit.report.schema import PairedTest
+    from ingestaudit.report.tables import significant_best
+
+    def test(a: str, b: str, better: str) -> PairedTest:
+        return PairedTest(doc_class="c", metric="extraction.cer", label="", pipeline_a=a, pipeline_b=b, n_pairs=9,
+                          mean_diff=0.0, median_diff=0.0, statistic=0.0, p_value=0.001, significant=True,
+                          method="m", p_holm=0.002, better=better)
+
+    # oak is the best by its value; elm beats oak on their paired items but was never compared with ash
+    tests = [test("ash", "oak", "oak"), test("oak", "elm", "elm")]
+    assert significant_best(tests, ["ash", "oak", "elm"], "extraction.cer", "", "c") is None
+    assert significant_best([test("ash", "oak", "oak"), test("oak", "elm", "oak")], ["ash", "oak", "elm"],
+                            "extraction.cer", "", "c") == "oak"
+
+
+def test_question_tests_compare_the_best_pipeline_with_each_other_one():
+    from ingestaudit.pipeline_tests import paired_question_tests
+    from ingestaudit.report.schema import MeasurementRow
+
+    hits = {"w": [1] * 3 + [0] * 9, "x": [1] * 11 + [0], "y": [1] * 6 + [0] * 6, "z": [1] * 2 + [0] * 10}
+    rows = [MeasurementRow(item=f"q{i}", item_kind="question", doc_class="c", pipeline=p, stage="retrieval",
+                           metric="retrieval.hit@5", label="", value=h, numerator=h, denominator=1, state="ok",
+                           detail={}) for p, hs in hits.items() for i, h in enumerate(hs)]
+    tests = paired_question_tests(rows, list(hits), ["retrieval.hit@5"])
+    assert [(t["class"], t["pipeline_a"], t["pipeline_b"]) for t in tests] == [
+        ("c", "w", "x"), ("c", "x", "y"), ("c", "x", "z"),
+        ("__all__", "w", "x"), ("__all__", "x", "y"), ("__all__", "x", "z")]  # 3 per class for 4 pipelines, not 6
+    # x against z: x wins 9 questions, loses none: sign p = 2 * 0.5^9
+    assert tests[2]["sign_p"] == pytest.approx(2 * 0.5 ** 9) and tests[2]["wins_b"] == 0

@@ -1,8 +1,9 @@
 """``dask``: tasks run on a ``dask.distributed`` cluster.
 
 With a scheduler address the executor uses that cluster (one that does not complete the whole handshake, the
-connection and the client's identity exchange, within `CONNECT_TIMEOUT_S` is an `ExecutorError`: `_connect`); without, it starts a ``LocalCluster`` bound to 127.0.0.1 with one single-threaded worker process
-per worker and no dashboard, and closes it on exit.
+connection and the client's identity exchange, within `CONNECT_TIMEOUT_S` is an `ExecutorError`: `_connect`);
+without, it starts a ``LocalCluster`` bound to 127.0.0.1 with one single-threaded worker process per worker and no
+dashboard, and closes it on exit.
 
 Tasks go to the cluster in batches (`batch_size`: up to `MAX_BATCH` consecutive tasks, fewer when there are few
 tasks; one at a time on a user's cluster), so that a small task does not pay Dask's per-task cost (about 10 ms of

@@ -215,14 +215,18 @@ def significant_best(tests: Sequence[PairedTest], pipelines: Sequence[str], metr
     """The pipeline that is significantly better than every other pipeline with a test in this class and metric:
     each of its paired tests significant after Holm, and better in the direction of the metric both by the test's
     side and by the headline difference on the paired items (`PairedTest.better`; for older reports without it,
-    None, the sign of the difference under the metric's direction). None when no pipeline is."""
+    None, the sign of the difference under the metric's direction). It needs a test against every other pipeline
+    with a test in the group (the tests run from the best pipeline to each other one, `ingestaudit.report.paired`:
+    a pipeline that beats the best has only that one test, not one against each other pipeline). None when no
+    pipeline is."""
     mine = [t for t in tests if t.doc_class == doc_class and t.metric == metric and t.label == label]
+    tested = {p for t in mine for p in (t.pipeline_a, t.pipeline_b)}
     for best in pipelines:
-        others = [p for p in pipelines if p != best and any({t.pipeline_a, t.pipeline_b} == {best, p} for t in mine)]
-        if not others:
+        vs = {o: next((t for t in mine if {t.pipeline_a, t.pipeline_b} == {best, o}), None)
+              for o in pipelines if o != best and o in tested}
+        if best not in tested or not vs or None in vs.values():
             continue
-        if all(_wins(next(t for t in mine if {t.pipeline_a, t.pipeline_b} == {best, o}), best, metric, label)
-               for o in others):
+        if all(_wins(t, best, metric, label) for t in vs.values()):  # type: ignore[arg-type]
             return best
     return None
 
