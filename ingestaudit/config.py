@@ -58,6 +58,11 @@ from ingestaudit.schema_keys import PAGES, unknown_key
 
 CONFIG_NAME = "ingestaudit.toml"
 
+CONFIG_BYTES = 1 << 20
+"""The largest configuration file read (1 MiB; a corpus's own ``ingestaudit.toml`` or a ``--config`` file): a
+bigger one is refused unread, before TOML parses it (issue 30). Not a ``[limits]`` key: the file holding the
+limits cannot set its own."""
+
 
 class ConfigError(Exception):
     """The configuration file is unreadable or invalid; the message names the file and the field."""
@@ -101,8 +106,10 @@ class Limits(_Strict):
     audited: each of its rows is ``skipped`` with a reason naming the file, the limit (``limits.<name>``) and the
     value, and the run lists it once among its failures (stage ``limits``); `ingestaudit validate` reports it as a
     problem. A questions.jsonl line over a limit is a problem of that line (the question is left out), and a
-    predicted table count over ``tables`` skips the tables rows of that document. A corpus's own
-    ``ingestaudit.toml`` may lower a limit, never raise it above its default (only a ``--config`` file may).
+    predicted table count over ``tables`` skips the tables rows of that document. ``pipelines`` limits the run
+    itself: more pipelines (``--sweep`` variants counted, before any is built) is exit 2 naming the count (issue 30).
+    A corpus's own ``ingestaudit.toml`` may lower a limit, never raise it above its default (only a ``--config`` file
+    may).
     """
 
     doc_bytes: StrictInt = Field(default=1 << 30, ge=1, description="bytes of one document file (never read "
@@ -156,13 +163,17 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
             lists what it may not set (issue 15).
 
     Raises:
-        ConfigError: unreadable file, invalid TOML, unknown key or bad value, or (untrusted) a module path or another
-            value only the user may give (file and field named).
+        ConfigError: unreadable file, over `CONFIG_BYTES`, invalid TOML, unknown key or bad value, or (untrusted) a
+            module path or another value only the user may give (file and field named).
     """
     if path is None:
         return Config()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            data = fh.read(CONFIG_BYTES + 1)  # never more: a huge file (or a device) is refused unread
+        if len(data) > CONFIG_BYTES:
+            raise ConfigError(f"{path}: over {CONFIG_BYTES} bytes (1 MiB), the size limit of a configuration file")
+        raw = tomllib.loads(data.decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: unreadable ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -34,10 +34,10 @@ def small_corpus(root: Path, toml: str | None = None, docs: int = 1) -> Path:
     return root
 
 
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def cli(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The command in a child process: a hang is a failed test (TimeoutExpired), not a stalled suite."""
     return subprocess.run([sys.executable, "-m", "ingestaudit.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ))
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def flat(text: str) -> str:
@@ -134,8 +134,8 @@ def test_the_pipeline_limit_counts_variants_exactly():
 
 
 def _many_pipelines(n: int) -> str:
-    return "".join(f'[pipelines.variant-{i:03d}]\nparser = "reference"\nchunker = {{ use = "fixed", size = {100 + i} }}\n'
-                   for i in range(n))
+    return "".join(f'[pipelines.variant-{i:03d}]\nparser = "reference"\n'
+                   f'chunker = {{ use = "fixed", size = {100 + i} }}\n' for i in range(n))
 
 
 def test_a_corpus_toml_with_too_many_pipelines_is_refused_by_run_and_validate(tmp_path):
@@ -221,3 +221,86 @@ def test_question_tests_compare_the_best_pipeline_with_each_other_one():
         ("__all__", "w", "x"), ("__all__", "x", "y"), ("__all__", "x", "z")]  # 3 per class for 4 pipelines, not 6
     # x against z: x wins 9 questions, loses none: sign p = 2 * 0.5^9
     assert tests[2]["sign_p"] == pytest.approx(2 * 0.5 ** 9) and tests[2]["wins_b"] == 0
+
+
+# --- 7. validate and run judge a configuration the same way -------------------------------------------------------
+
+@pytest.mark.parametrize("toml, expected", [
+    ('[gate]\n"tables.tedss" = 0.02\n', "ingestaudit.toml [gate] tables.tedss: unknown metric 'tables.tedss'"),
+    ('[gate]\n"extraction.cer" = "two percent"\n',
+     "ingestaudit.toml [gate] extraction.cer: budget 'two percent' is not a number"),
+    ("[auditor_options.tables]\nmax_tables = 7\n", "[auditor_options.tables] max_tables: the tables per document "
+                                                   "are limited by [limits] tables; set it there"),
+], ids=["misspelt-gate-metric", "bad-budget", "max-tables-outside-limits"])
+def test_validate_and_run_refuse_the_same_config(tmp_path, toml, expected):
+    c = small_corpus(tmp_path / "same", toml=toml)
+    v = cli("validate", str(c))
+    r = cli("run", str(c), "-p", "reference", "--stage", "extraction", "--out", str(tmp_path / "out"))
+    assert (v.returncode, r.returncode) == (2, 2), v.stdout + r.stderr
+    assert expected in flat(v.stdout) and expected in flat(r.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stage, table, valid", [
+    ("chunker", '"recursve"', "known: recursive, fixed, structural, semantic, precomputed"),
+    ("cleaner", '{ use = "repeated_lines" }', "known: trafilatura, unstructured, repeated-lines, none, precomputed"),
+    ("embedder", '"mini-lm"', "known: minilm, sentence-transformers"),
+    ("index", '"hnsw2"', "known: hnsw, ivf, flat"),
+    ("retriever", '"bm25x"', "known: dense"),
+])
+def test_an_unknown_step_implementation_is_exit_2_at_start_up(tmp_path, stage, table, valid):
+    toml = f'[pipelines.coarse-grid]\nparser = "reference"\n{stage} = {table}\n'
+    c = small_corpus(tmp_path / "steps", toml=toml, docs=3)
+    r = cli("run", str(c), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr  # was exit 0 with every document an error row
+    err = flat(r.stderr)
+    assert f"pipeline 'coarse-grid', {stage}: unknown" in err and valid in err
+    assert not (tmp_path / "out").exists()
+    v = cli("validate", str(c))
+    assert v.returncode == 2 and f"pipeline 'coarse-grid', {stage}: unknown" in flat(v.stdout)
+
+
+def test_a_bad_step_option_is_named_with_every_pipeline_using_it(tmp_path):
+    c = small_corpus(tmp_path / "opts")
+    r = cli("run", str(c), "-p", "reference", "--sweep", "chunker.sizes=100,200", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr
+    err = flat(r.stderr)
+    assert "pipeline 'reference/sizes=100', chunker: chunker 'recursive': bad option" in err
+    assert "pipeline 'reference/sizes=200', chunker:" in err  # each variant's own options
+
+
+def test_a_huge_corpus_toml_is_refused_unread(tmp_path):
+    c = small_corpus(tmp_path / "huge")
+    with open(c / "ingestaudit.toml", "w", encoding="utf-8") as fh:  # 1 MiB + a little of valid TOML
+        fh.write("# padding\n" * ((1 << 20) // 10 + 10))
+    for args in (("run", str(c), "-p", "reference", "--out", str(tmp_path / "out")), ("validate", str(c))):
+        r = cli(*args)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert (f"{c / 'ingestaudit.toml'}: over 1048576 bytes (1 MiB), the size limit of a configuration file"
+                in flat(r.stdout + r.stderr))
+    small = c / "ingestaudit.toml"
+    small.write_text("# a comment\n" * 1000, encoding="utf-8")  # 12 kB: read
+    assert cli("validate", str(c)).returncode == 0
+
+
+FAILING_CHUNKER = """
+from ingestaudit.stages.chunkers.recursive import RecursiveChunker
+
+
+class Snap(RecursiveChunker):
+    def chunk(self, inp, tokens=None):
+        raise RuntimeError("the chunker snapped")
+"""
+
+
+def test_the_headline_counts_errors_where_a_row_has_only_errors(tmp_path):
+    write(tmp_path / "plugins" / "snapping.py", FAILING_CHUNKER)
+    c = small_corpus(tmp_path / "snap", docs=3)
+    cfg = write(tmp_path / "cfg.toml", '[pipelines.snappy]\nparser = "reference"\nchunker = "snapping:Snap"\n')
+    r = cli("run", str(c), "--config", str(cfg), "--stage", "extraction", "--stage", "chunking", "--executor",
+            "serial", "--out", str(tmp_path / "out"), env={"PYTHONPATH": os.pathsep.join(
+                [str(tmp_path / "plugins"), os.environ.get("PYTHONPATH", "")])})
+    assert r.returncode == 0, r.stderr
+    assert "no value in this class" not in r.stdout  # was: "no value in this class: chunking.evidence_held"
+    held = [ln for ln in r.stdout.splitlines() if ln.strip().startswith("chunking.evidence_held")]
+    assert len(held) == 2 and all(ln.split()[-3:] == ["—", "3", "err"] for ln in held)  # class memo and __all__

@@ -138,13 +138,14 @@ def _clip(line: str, width: int) -> str:
 
 
 def _headline_block(h: Headline, width: int) -> list[str]:
-    """One class: a row per stage's key metric (rows where no pipeline has a value are named in one line), a
-    column per pipeline; each cell ``value ★ n=k/N`` and its interval, on one line when the width allows, else the
-    interval on a second line; then the waterfall."""
+    """One class: a row per stage's key metric (rows where no pipeline has a value and no item failed, only labels
+    missing, are named in one line), a column per pipeline; each cell ``value ★ n=k/N`` and its interval, on one
+    line when the width allows, else the interval on a second line (a cell without a value: ``—`` and its items'
+    states, e.g. ``3 err``); then the waterfall."""
     what = (f"{h.documents} document{'s' * (h.documents != 1)}"
             + (f", {h.questions} question{'s' * (h.questions != 1)}" if h.questions else ""))
     out = [f"class: {h.doc_class} — {what}"]
-    rows = [r for r in h.rows if any(c.value is not None for c in r.cells)]
+    rows = [r for r in h.rows if any(c.value is not None or c.failed for c in r.cells)]
     empty = [r.name for r in h.rows if r not in rows]
     if rows:
         def layout(one_line: bool) -> tuple[list[list[str]], list[list[list[str]]]]:

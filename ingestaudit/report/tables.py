@@ -138,6 +138,7 @@ class HeadCell:
     total: int = 0  # items in any state (n of them ok)
     corpus: bool = False  # one value over the class (n = documents), not an aggregate of items
     missing: str = ""  # why there is no value: every state that is not ok, most frequent first, with counts
+    failed: int = 0  # items in error, skipped or without a prediction (a label missing is not a failure)
 
     def text(self, with_interval: bool = True) -> str:
         """``value ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
@@ -190,6 +191,10 @@ class Headline:
     waterfall_errors: dict[str, int] = field(default_factory=dict)  # pipeline -> questions left out (`error`)
 
 
+FAILED_STATES = ("error", "skipped", "no_prediction")
+"""States of an item the run could not measure though it has labels: a headline row whose cells hold only these is
+shown with their counts, never folded into "no value in this class" (issue 30)."""
+
 STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": "skip", "error": "err"}
 """How a cell without a value names the states of its items in the terminal (the headline legend spells them out)."""
 
@@ -207,7 +212,8 @@ def _cell(row: SummaryRow | None) -> HeadCell:
     bad = sorted(((n, s) for s, n in row.states.items() if n and s != "ok"), key=lambda x: (-x[0], x[1]))
     return HeadCell(headline_value(row), row.ci_low, row.ci_high, row.n_docs, _note(row),
                     total=sum(row.states.values()), corpus=row.level == "corpus",
-                    missing=", ".join(f"{n} {STATE_SHORT.get(st, st)}" for n, st in bad))
+                    missing=", ".join(f"{n} {STATE_SHORT.get(st, st)}" for n, st in bad),
+                    failed=sum(n for st, n in row.states.items() if st in FAILED_STATES))
 
 
 def significant_best(tests: Sequence[PairedTest], pipelines: Sequence[str], metric: str, label: str,
