@@ -76,8 +76,9 @@ class _Listener:
 
 
 @LOCALHOST
-@pytest.mark.parametrize("answer", [b"", b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot here\n"],
-                         ids=["silent", "http"])
+@pytest.mark.parametrize("answer", [b"", b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot here\n",
+                                    (2 ** 31).to_bytes(8, "little") + b"\x01" * 64],
+                         ids=["silent", "http", "a-2-GiB-frame-announced"])
 def test_a_scheduler_that_never_completes_the_handshake_is_exit_2(tmp_path, answer):
     c = small_corpus(tmp_path / "silo")
     listener = _Listener(answer)
@@ -90,6 +91,7 @@ def test_a_scheduler_that_never_completes_the_handshake_is_exit_2(tmp_path, answ
     assert r.returncode == 2, r.stderr
     err = flat(r.stderr)
     assert f"--scheduler {listener.address}:" in err
+    # a silent listener times out; garbage fails the handshake or times out (an announced 2 GiB frame never comes)
     assert ("did not answer within 5 s" in err) if not answer else ("handshake failed" in err
                                                                       or "did not answer within 5 s" in err)
     assert "Traceback" not in r.stderr and not (tmp_path / "out" / "report.json").exists()
@@ -131,6 +133,35 @@ def test_the_pipeline_limit_counts_variants_exactly():
     with pytest.raises(PipelineError, match=r"^66 pipelines to audit \(2 pipelines x 33 \(chunker.size\)\): over "
                                             r"\[limits\] pipelines = 64"):
         expand(pipes, [Sweep.parse("chunker.size=" + ",".join(str(v) for v in range(100, 133)))], limit=64)
+
+
+SWEEP_OF_MANY = """
+from ingestaudit.pipeline import PipelineError, Sweep, expand, make_pipeline
+
+values = ",".join(map(str, range(200_000)))
+sweep = Sweep.parse("chunker.size=" + values)
+print(len(sweep.values))
+try:
+    expand([make_pipeline("solo", {"parser": "reference"})], [sweep], limit=64)
+except PipelineError as exc:
+    print(exc)
+try:
+    Sweep.parse("chunker.size=" + values + ",7")
+except PipelineError as exc:
+    print(str(exc)[-80:])
+"""
+
+
+def test_a_sweep_of_many_values_is_checked_in_linear_time():
+    # the repeated-value check counted each value against every other: 200,000 values were 4e10 comparisons
+    r = subprocess.run([sys.executable, "-c", SWEEP_OF_MANY], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    count, limit, twice = r.stdout.splitlines()
+    assert count == "200000"
+    assert limit.startswith("200,000 pipelines to audit (1 pipeline x 200000 (chunker.size)): over [limits] "
+                            "pipelines = 64")
+    assert twice.endswith("value given twice: 7 (each variant is a pipeline named after its value)")
 
 
 def _many_pipelines(n: int) -> str:
