@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ingestaudit.metrics.significance import holm, min_attainable_p, sign_test_paired
-from ingestaudit.report.paired import pairs_against_best
+from ingestaudit.report.paired import PAIRING, pairs_against_best
 from ingestaudit.report.stats import orientation_of
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, StageDetail
 
@@ -165,8 +165,7 @@ def retrieval_comparison_details(rows: Sequence[MeasurementRow], pipelines: Sequ
                                    data={"alpha": ALPHA, "correction": "Holm over the family: every distinct test "
                                          "of the run (metric x compared pipeline pair x paired questions; an __all__ "
                                          "test on one class's questions is that test, same_as); sign and Wilcoxon "
-                                         "separately", "pairs": "the class's best pipeline (highest mean) against "
-                                         "each other one", "tests": tests}))
+                                         "separately", "pairs": PAIRING + " (highest mean)", "tests": tests}))
         curves = sweep_curves(rows, pipelines, max(ks))
         if curves:
             out.append(StageDetail(pipeline="", stage="retrieval", name="sweep", data=curves))

@@ -38,6 +38,10 @@ def _pairs(va: dict[str, MeasurementRow], vb: dict[str, MeasurementRow]) -> Pair
     return pairs_of(items, [va[i] for i in items], [vb[i] for i in items])
 
 
+PAIRING = "the class's best pipeline against each other one"
+"""How the pairs of a report's tests are chosen (`pairs_against_best`), in each test's ``method`` and in the views."""
+
+
 def pairs_against_best(order: Sequence[str], badness: Mapping[str, float]) -> list[tuple[str, str]]:
     """The pipeline pairs tested in one group (a class x metric): the best pipeline against each other one.
 
@@ -119,7 +123,7 @@ def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], 
         side = 0.0 if stat.p_worse == stat.p_better else (1.0 if stat.p_worse < stat.p_better else -1.0)
         agree = stat.worse is not None and stat.worse * side > 0
         method = (f"{stat.method}, two-sided (2 x the smaller one-sided p); Holm over the family of tests that can "
-                  f"reach alpha/K (Tarone), alpha={alpha}; the class's best pipeline against each other one")
+                  f"reach alpha/K (Tarone), alpha={alpha}; {PAIRING}")
         found.append((PairedTest(doc_class=cls, metric=metric, label=label, pipeline_a=a, pipeline_b=b,
                                  n_pairs=pairs.n, mean_diff=sum(diffs) / len(diffs), median_diff=median,
                                  statistic=statistic, p_value=stat.p_two_sided, significant=False,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestaudit.report.escape import md_code, md_text, safe_for_terminal, terminal_text
+from ingestaudit.report.paired import PAIRING
 from ingestaudit.report.schema import ALL_CLASSES, Report
 from ingestaudit.report.rows import distinct, item_keys
 from ingestaudit.report.tables import (Headline, class_tables, direction, failure_groups, g4, headlines,
@@ -385,7 +386,8 @@ def _paired_summary(report: Report) -> str:
                 "(not corrected for multiple comparisons: a version-1 report).")
     family = sum(1 for t in tests if t.p_holm is not None)
     under = sum(1 for t in tests if t.underpowered)
-    return (f"{len(tests)} paired tests on each stage's key metric over the items both pipelines measured "
+    pairs = f" ({PAIRING})" if all(PAIRING in t.method for t in tests) else ""  # older reports: every two pipelines
+    return (f"{len(tests)} paired tests{pairs} on each stage's key metric over the items both pipelines measured "
             f"(two-sided: a paired bootstrap of the micro value, resampling numerators and denominators, for micro "
             f"values; Wilcoxon signed-rank for means); {family} could reach significance and form "
             f"the Holm family (Tarone), {len(tests) - family} could not (too few items differ); {sig} significant "
