@@ -60,8 +60,8 @@ CONFIG_NAME = "ingestaudit.toml"
 
 CONFIG_BYTES = 1 << 20
 """The largest configuration file read (1 MiB; a corpus's own ``ingestaudit.toml`` or a ``--config`` file): a
-bigger one is refused unread, before TOML parses it (issue 30). Not a ``[limits]`` key: the file holding the
-limits cannot set its own."""
+bigger one is refused after reading one byte more, never parsed (issue 30). Not a ``[limits]`` key: the file holding
+the limits cannot set its own."""
 
 
 class ConfigError(Exception):
@@ -170,7 +170,7 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
         return Config()
     try:
         with open(path, "rb") as fh:
-            data = fh.read(CONFIG_BYTES + 1)  # never more: a huge file (or a device) is refused unread
+            data = fh.read(CONFIG_BYTES + 1)  # never more: a huge file (or a device) is not read on
         if len(data) > CONFIG_BYTES:
             raise ConfigError(f"{path}: over {CONFIG_BYTES} bytes (1 MiB), the size limit of a configuration file")
         raw = tomllib.loads(data.decode("utf-8"))

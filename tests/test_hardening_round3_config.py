@@ -300,7 +300,7 @@ def test_a_bad_step_option_is_named_with_every_pipeline_using_it(tmp_path):
     assert "pipeline 'reference/sizes=200', chunker:" in err  # each variant's own options
 
 
-def test_a_huge_corpus_toml_is_refused_unread(tmp_path):
+def test_a_huge_corpus_toml_is_refused_before_it_is_parsed(tmp_path):
     c = small_corpus(tmp_path / "huge")
     with open(c / "ingestaudit.toml", "w", encoding="utf-8") as fh:  # 1 MiB + a little of valid TOML
         fh.write("# padding\n" * ((1 << 20) // 10 + 10))
