@@ -27,8 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-STAGING_PREFIX = ".ingestaudit-tmp-"
-"""Name prefix of the staging folders (hidden, so `ingestaudit.report.provenance.check_out_folder` tolerates them)."""
+from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX
 
 
 class OutputError(Exception):
@@ -389,7 +388,6 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
     """
     import json
 
-    from ingestaudit.report.provenance import REPORT_FILES
     from ingestaudit.report.schema import StoreRef
     from ingestaudit.store import STORE_NAME, write_measurements
 
