@@ -314,3 +314,13 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
             found[f"limits.{key}"] = (f"{value} is above the default {default}: a corpus's own configuration may "
                                       "lower a limit, never raise it (give a higher one in a --config file)")
     return list(found.items())
+
+
+def table_limit_problem(cfg: Config) -> str:
+    """The problem of an ``[auditor_options.tables] max_tables`` that differs from ``[limits] tables`` (the limit
+    is set there, once), else ``""``."""
+    given = (cfg.auditor_options.get("tables") or {}).get("max_tables", cfg.limits.tables)
+    if given != cfg.limits.tables:
+        return ("[auditor_options.tables] max_tables: the tables per document are limited by [limits] tables; set "
+                "it there")
+    return ""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ingestaudit.config import Config
+from ingestaudit.config import Config, table_limit_problem
 from ingestaudit.pipeline import STAGES, Pipeline, StageChoice, resolve
 
 
@@ -46,16 +46,6 @@ def default_pipelines(cfg: Config) -> list[Pipeline]:
     """
     return resolve(configured=cfg.pipelines, selected=[], parsers=[], outputs=None, sweeps=[],
                    default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
-
-
-def table_limit_problem(cfg: Config) -> str:
-    """The problem of an ``[auditor_options.tables] max_tables`` that differs from ``[limits] tables`` (the limit
-    is set there, once), else ``""``."""
-    given = (cfg.auditor_options.get("tables") or {}).get("max_tables", cfg.limits.tables)
-    if given != cfg.limits.tables:
-        return ("[auditor_options.tables] max_tables: the tables per document are limited by [limits] tables; set "
-                "it there")
-    return ""
 
 
 def _stage_problems(cfg: Config, source: str) -> list[str]:
