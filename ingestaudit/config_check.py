@@ -11,7 +11,8 @@ both call, so that they accept and refuse the same things (issue 30: a misspelt 
   pipeline, the step and the valid names) and takes the options given; the embedder's class is found, its model is
   not loaded (`ingestaudit.runner` loads it once before the first document when a chain stage runs).
 
-The parser of each pipeline is checked where ``run`` resolves it (`ingestaudit.cli`), the number of pipelines by
+The parser of each pipeline is not checked here: ``run`` checks it (name and availability) in `ingestaudit.cli`
+before any document is read, ``validate`` does not yet. The number of pipelines is checked by
 `ingestaudit.pipeline.resolve` (``[limits] pipelines``); `default_pipelines` gives ``validate`` the pipelines a run
 with no flags would audit.
 """
