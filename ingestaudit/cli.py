@@ -222,9 +222,14 @@ def run(
     try:
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,
-                        sweeps=sweeps, default_parsers=list(cfg.run.parsers))
+                        sweeps=sweeps, default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
     except PipelineError as exc:
         _fail(str(exc), "see 'ingestaudit run --help'")
+    from ingestaudit.config_check import config_problems
+
+    problems = config_problems(cfg, str(cfg_path or "config"), pipes)  # what `validate` checks, the same way
+    if problems:
+        _fail("\n".join(problems), "see 'ingestaudit stages' and docs/config.md")
     from ingestaudit.io import OutputError, check_output_file, check_output_folder, folder_ids
 
     corpus_ids = folder_ids(found.root)  # the corpus's folders by device and inode: a bind mount is no way in
@@ -303,21 +308,15 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
             problems.append(str(exc))
         else:
             limits = cfg.limits
-            from ingestaudit.pipeline import PipelineError, make_pipeline
-            from ingestaudit.runner import select_stages
+            from ingestaudit.config_check import config_problems, default_pipelines
+            from ingestaudit.pipeline import PipelineError
 
-            for name, table in cfg.pipelines.items():  # as `run` checks them: stages, parser routing tables
-                try:
-                    make_pipeline(name, table)
-                except PipelineError as exc:
-                    problems.append(f"{CONFIG_NAME}: {exc}")
-
-            try:  # every [auditor_options.X] table names a stage and its options build that auditor
-                select_stages(cfg.run.stages, [], cfg.auditor_options)
-            except ValueError as exc:
+            try:  # the pipelines of `run CORPUS`, checked as `run` checks them
+                pipes = default_pipelines(cfg)
+            except PipelineError as exc:
                 problems.append(f"{CONFIG_NAME}: {exc}")
-            except Exception as exc:  # an option of the wrong type that an auditor did not expect: named, no traceback
-                problems.append(f"{CONFIG_NAME}: auditor_options: {type(exc).__name__}: {exc}")
+                pipes = []
+            problems += config_problems(cfg, CONFIG_NAME, pipes)
     from ingestaudit.auditors.pii import validate_pii_gold
     from ingestaudit.metrics.teds import parse_table
 

@@ -38,6 +38,7 @@ Example::
     tables = 500                            # tables of one document (reference, and predicted: tables auditor)
     questions_bytes = 33554432              # questions.jsonl
     question_line_chars = 1048576           # one line of questions.jsonl, in code points
+    pipelines = 64                          # pipelines of one run, --sweep variants counted
 
 A corpus's own ``ingestaudit.toml`` is untrusted input (issue 15): `untrusted_fields` lists what only the user may
 set there (module paths, folders written to, model folders, a scheduler, limits above their defaults).
@@ -56,6 +57,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from ingestaudit.schema_keys import PAGES, unknown_key
 
 CONFIG_NAME = "ingestaudit.toml"
+
+CONFIG_BYTES = 1 << 20
+"""The largest configuration file read (1 MiB; a corpus's own ``ingestaudit.toml`` or a ``--config`` file): a
+bigger one is refused after reading one byte more, never parsed (issue 30). Not a ``[limits]`` key: the file holding
+the limits cannot set its own."""
 
 
 class ConfigError(Exception):
@@ -100,8 +106,10 @@ class Limits(_Strict):
     audited: each of its rows is ``skipped`` with a reason naming the file, the limit (``limits.<name>``) and the
     value, and the run lists it once among its failures (stage ``limits``); `ingestaudit validate` reports it as a
     problem. A questions.jsonl line over a limit is a problem of that line (the question is left out), and a
-    predicted table count over ``tables`` skips the tables rows of that document. A corpus's own
-    ``ingestaudit.toml`` may lower a limit, never raise it above its default (only a ``--config`` file may).
+    predicted table count over ``tables`` skips the tables rows of that document. ``pipelines`` limits the run
+    itself: more pipelines (``--sweep`` variants counted, before any is built) is exit 2 naming the count (issue 30).
+    A corpus's own ``ingestaudit.toml`` may lower a limit, never raise it above its default (only a ``--config`` file
+    may).
     """
 
     doc_bytes: StrictInt = Field(default=1 << 30, ge=1, description="bytes of one document file (never read "
@@ -117,6 +125,9 @@ class Limits(_Strict):
     questions_bytes: StrictInt = Field(default=32 << 20, ge=1, description="bytes of questions.jsonl")
     question_line_chars: StrictInt = Field(default=1 << 20, ge=1, description="code points of one questions.jsonl "
                                            "line")
+    pipelines: StrictInt = Field(default=64, ge=1, description="pipelines of one run, sweep variants counted "
+                                 "(pipelines x the product of the --sweep value counts, counted before any is built); "
+                                 "over it the run is refused (exit 2)")
 
 
 class ReportConfig(_Strict):
@@ -153,13 +164,17 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
             lists what it may not set (issue 15).
 
     Raises:
-        ConfigError: unreadable file, invalid TOML, unknown key or bad value, or (untrusted) a module path or another
-            value only the user may give (file and field named).
+        ConfigError: unreadable file, over `CONFIG_BYTES`, invalid TOML, unknown key or bad value, or (untrusted) a
+            module path or another value only the user may give (file and field named).
     """
     if path is None:
         return Config()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            data = fh.read(CONFIG_BYTES + 1)  # never more: a huge file (or a device) is not read on
+        if len(data) > CONFIG_BYTES:
+            raise ConfigError(f"{path}: over {CONFIG_BYTES} bytes (1 MiB), the size limit of a configuration file")
+        raw = tomllib.loads(data.decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: unreadable ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -303,3 +318,13 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
             found[f"limits.{key}"] = (f"{value} is above the default {default}: a corpus's own configuration may "
                                       "lower a limit, never raise it (give a higher one in a --config file)")
     return list(found.items())
+
+
+def table_limit_problem(cfg: Config) -> str:
+    """The problem of an ``[auditor_options.tables] max_tables`` that differs from ``[limits] tables`` (the limit
+    is set there, once), else ``""``."""
+    given = (cfg.auditor_options.get("tables") or {}).get("max_tables", cfg.limits.tables)
+    if given != cfg.limits.tables:
+        return ("[auditor_options.tables] max_tables: the tables per document are limited by [limits] tables; set "
+                "it there")
+    return ""

@@ -5,7 +5,8 @@ A pipeline is ``parser -> cleaner -> chunker -> embedder -> index -> retriever``
 options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from ``--parser NAME``
 (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
 precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
-named ``<pipeline>/<option>=<value>`` so the value shows in every report column.
+named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted before
+any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
 
 Parser routing: a pipeline's ``parser`` may be a table keyed by file extension instead of one name,
 ``parser = { pdf = "pymupdf", html = "unstructured", default = "unstructured" }`` (`parser_routes`): each document is
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from itertools import product
+from math import prod
 from pathlib import Path
 from typing import Any
 
@@ -205,22 +208,36 @@ class Sweep:
                 values.append(json.loads(v))
             except ValueError:
                 values.append(v)
-        shown = [_show(v) for v in values]
-        twice = sorted({v for v in shown if shown.count(v) > 1})
+        twice = sorted(v for v, n in Counter(_show(v) for v in values).items() if n > 1)
         if twice:
             raise PipelineError(f"--sweep {text!r}: value given twice: {', '.join(twice)} (each variant is a pipeline "
                                 "named after its value)")
         return cls(stage, option.strip(), tuple(values))
 
 
-def expand(pipelines: list[Pipeline], sweeps: list[Sweep]) -> list[Pipeline]:
+def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = None) -> list[Pipeline]:
     """One variant per combination of sweep values for every pipeline, named ``<name>/<option>=<value>[,...]``.
 
     Example: ``pymupdf`` swept over ``chunker.size=128,256`` gives ``pymupdf/size=128`` and ``pymupdf/size=256``.
 
     Raises:
-        PipelineError: a ``parser.*`` sweep over a pipeline whose parser is routed by extension.
+        PipelineError: a ``parser.*`` sweep over a pipeline whose parser is routed by extension; one
+            ``STAGE.OPTION`` swept twice (only its last value would run, while the variant's name showed both);
+            more than ``limit`` variants (``len(pipelines)`` x the product of the sweeps' value counts, counted before
+            any variant is built).
     """
+    keys = Counter(f"{s.stage}.{s.option}" for s in sweeps)
+    twice = sorted(k for k, n in keys.items() if n > 1)
+    if twice:
+        raise PipelineError(f"--sweep {', '.join(twice)}: the same option swept twice; give its values in one "
+                            "--sweep (e.g. chunker.size=128,256,512)")
+    total = len(pipelines) * prod(len(s.values) for s in sweeps)
+    if limit is not None and total > limit:
+        counts = "".join(f" x {len(s.values)} ({s.stage}.{s.option})" for s in sweeps)
+        raise PipelineError(f"{total:,} pipelines to audit ({len(pipelines)} pipeline{'s' * (len(pipelines) != 1)}"
+                            f"{counts}): over [limits] pipelines = {limit}; "
+                            + ("sweep fewer values, " if sweeps else "") + "name fewer pipelines (--pipeline), or "
+                            "raise the limit in a --config file")
     if not sweeps:
         return list(pipelines)
     out = []
@@ -243,7 +260,8 @@ def _show(v: Any) -> str:
 
 
 def resolve(*, configured: dict[str, dict[str, Any]], selected: list[str], parsers: list[str],
-            outputs: Path | None, sweeps: list[Sweep], default_parsers: list[str]) -> list[Pipeline]:
+            outputs: Path | None, sweeps: list[Sweep], default_parsers: list[str],
+            limit: int | None = None) -> list[Pipeline]:
     """The pipelines of a run, in report order.
 
     Args:
@@ -254,9 +272,11 @@ def resolve(*, configured: dict[str, dict[str, Any]], selected: list[str], parse
         outputs: ``--outputs`` folder: one precomputed pipeline per subfolder (hidden folders skipped).
         sweeps: ``--sweep`` flags, applied to every pipeline.
         default_parsers: ``[run] parsers``, used when nothing else names a pipeline and no pipeline is configured.
+        limit: the most pipelines of a run, sweep variants counted (``[limits] pipelines``); None: no limit.
 
     Raises:
-        PipelineError: an unknown ``--pipeline``, a name given twice, or no pipeline at all.
+        PipelineError: an unknown ``--pipeline``, a name given twice, no pipeline at all, or (`expand`) an option
+            swept twice or more than ``limit`` pipelines.
     """
     out: list[Pipeline] = []
     for name in selected:
@@ -284,4 +304,4 @@ def resolve(*, configured: dict[str, dict[str, Any]], selected: list[str], parse
                             "or a --pipeline of the same name?)")
     if not out:
         raise PipelineError("no pipeline to audit: pass --parser NAME, --pipeline NAME or --outputs DIR")
-    return expand(out, sweeps)
+    return expand(out, sweeps, limit)

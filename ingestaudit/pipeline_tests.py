@@ -1,12 +1,14 @@
 """Is a difference between two pipelines real? Paired tests over labelled questions, and the sweep curve.
 
-For every two pipelines (report order), class (and ``__all__``) and key retrieval metric, the questions both
-pipelines scored (state ``ok``) form pairs. Two tests per pair of pipelines: the exact two-sided sign test on the
-questions where they disagree (ties dropped; `ingestaudit.metrics.significance.sign_test_paired`) and the Wilcoxon
-signed-rank test on the per-question values (``scipy.stats.wilcoxon``, ``zero_method="wilcox"``).
+For every class (and ``__all__``) and key retrieval metric, the best pipeline (the highest mean of its per-question
+values; the first in report order on a tie) is compared with each other pipeline (`ingestaudit.report.paired.
+pairs_against_best`: ``P - 1`` comparisons for ``P`` pipelines, not one per pair of pipelines; issue 30); the
+questions both pipelines scored (state ``ok``) form pairs. Two tests per compared pair: the exact two-sided sign test
+on the questions where they disagree (ties dropped; `ingestaudit.metrics.significance.sign_test_paired`) and the
+Wilcoxon signed-rank test on the per-question values (``scipy.stats.wilcoxon``, ``zero_method="wilcox"``).
 
-The family Holm's step-down correction runs over: every distinct test of the run, i.e. one per key metric x pair of
-pipelines x set of paired questions. An ``__all__`` test on exactly the questions of one class's test (a corpus
+The family Holm's step-down correction runs over: every distinct test of the run, i.e. one per key metric x compared
+pair of pipelines x set of paired questions. An ``__all__`` test on exactly the questions of one class's test (a corpus
 with a single class) is the same test: it is reported under both names (``same_as`` names the class) and enters the
 family once. Sign tests and Wilcoxon tests are corrected as two separate families of that size. Raw and adjusted
 p-values are both reported, with the smallest p a test on that many pairs can reach (``min_attainable_p``) so an
@@ -22,10 +24,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from itertools import combinations
 from typing import Any
 
 from ingestaudit.metrics.significance import holm, min_attainable_p, sign_test_paired
+from ingestaudit.report.paired import PAIRING, pairs_against_best
+from ingestaudit.report.stats import orientation_of
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, StageDetail
 
 ALPHA = 0.05
@@ -57,10 +60,11 @@ def key_metrics(ks: Sequence[int]) -> list[str]:
 
 def paired_question_tests(rows: Sequence[MeasurementRow], pipelines: Sequence[str],
                           metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """One entry per pipeline pair x class x metric with at least one paired question: n, wins/losses/ties of B
-    over A, mean difference (B - A), sign-test and Wilcoxon p-values, their Holm adjustments over the run's family
-    (module docstring: an ``__all__`` test on the same questions as a class test is that test, ``same_as`` set),
-    the minimum attainable p, and ``significant`` (Holm-adjusted sign test < alpha)."""
+    """One entry per compared pipeline pair (the class's best against each other pipeline, module docstring) x
+    class x metric with at least one paired question: n, wins/losses/ties of B over A, mean difference (B - A),
+    sign-test and Wilcoxon p-values, their Holm adjustments over the run's family (module docstring: an ``__all__``
+    test on the same questions as a class test is that test, ``same_as`` set), the minimum attainable p, and
+    ``significant`` (Holm-adjusted sign test < alpha)."""
     tests: list[dict[str, Any]] = []
     family: list[dict[str, Any]] = []  # the distinct tests, in report order
     for metric in metrics:
@@ -68,7 +72,10 @@ def paired_question_tests(rows: Sequence[MeasurementRow], pipelines: Sequence[st
         classes = sorted({c for _, c in values}, key=lambda c: (c == ALL_CLASSES, c))
         seen: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
         for cls in classes:
-            for a, b in combinations(pipelines, 2):
+            orient = orientation_of(metric)
+            own = {p: values[(p, cls)] for p in pipelines if values.get((p, cls))}
+            for a, b in pairs_against_best(pipelines, {p: orient.badness(sum(v.values()) / len(v))
+                                                       for p, v in own.items()}):
                 va, vb = values.get((a, cls), {}), values.get((b, cls), {})
                 qs = sorted(va.keys() & vb.keys())
                 if not qs:
@@ -156,9 +163,9 @@ def retrieval_comparison_details(rows: Sequence[MeasurementRow], pipelines: Sequ
         if tests:
             out.append(StageDetail(pipeline="", stage="retrieval", name="paired_question_tests",
                                    data={"alpha": ALPHA, "correction": "Holm over the family: every distinct test "
-                                         "of the run (metric x pipeline pair x paired questions; an __all__ test on "
-                                         "one class's questions is that test, same_as); sign and Wilcoxon "
-                                         "separately", "tests": tests}))
+                                         "of the run (metric x compared pipeline pair x paired questions; an __all__ "
+                                         "test on one class's questions is that test, same_as); sign and Wilcoxon "
+                                         "separately", "pairs": PAIRING + " (highest mean)", "tests": tests}))
         curves = sweep_curves(rows, pipelines, max(ks))
         if curves:
             out.append(StageDetail(pipeline="", stage="retrieval", name="sweep", data=curves))

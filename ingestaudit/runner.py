@@ -30,7 +30,7 @@ from ingestaudit.auditors.base import (ArtefactItem, Auditor, ChainAuditor, Corp
                                        PipelineContext)
 from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, run_chain
 from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
-from ingestaudit.config import Config
+from ingestaudit.config import Config, table_limit_problem
 from ingestaudit.executors.base import TaskTimeout, raised_message
 from ingestaudit.corpus import Corpus
 from ingestaudit.document import Document
@@ -963,10 +963,8 @@ def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: An
 
     _LAST_PARSE.clear()  # the serial executor runs tasks in this process: never reuse a parse of an earlier run
     opts = _with_seed(config.auditor_options, config.run.seed, config.run.stages)  # the stages that may run
-    given = (opts.get("tables") or {}).get("max_tables", config.limits.tables)
-    if given != config.limits.tables:
-        raise ValueError("[auditor_options.tables] max_tables: the tables per document are limited by [limits] "
-                         "tables; set it there")
+    if table_limit_problem(config):
+        raise ValueError(table_limit_problem(config))
     opts.setdefault("tables", {})["max_tables"] = config.limits.tables  # the predicted side, checked in the worker
     over = {doc_id: str(p) for doc_id, p in corpus.over_limits(config.limits).items()}  # source files: stat only
     over_truth: dict[str, str] = {}  # labels over a limit: the whole document is skipped

@@ -1,8 +1,9 @@
 """``dask``: tasks run on a ``dask.distributed`` cluster.
 
-With a scheduler address the executor uses that cluster (one that does not answer within `CONNECT_TIMEOUT_S` is an
-`ExecutorError`); without, it starts a ``LocalCluster`` bound to 127.0.0.1 with one single-threaded worker process
-per worker and no dashboard, and closes it on exit.
+With a scheduler address the executor uses that cluster (one that does not complete the whole handshake, the
+connection and the client's identity exchange, within `CONNECT_TIMEOUT_S` is an `ExecutorError`: `_connect`);
+without, it starts a ``LocalCluster`` bound to 127.0.0.1 with one single-threaded worker process per worker and no
+dashboard, and closes it on exit.
 
 Tasks go to the cluster in batches (`batch_size`: up to `MAX_BATCH` consecutive tasks, fewer when there are few
 tasks; one at a time on a user's cluster), so that a small task does not pay Dask's per-task cost (about 10 ms of
@@ -182,6 +183,54 @@ def _run_briefly(client: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any)
     return "value" in box, box.get("value")
 
 
+def _connect(address: str, timeout_s: float) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, the whole handshake bounded by ``timeout_s``.
+
+    ``Client(address, timeout=...)`` bounds the connection, but not everything after it: a listener that accepts and
+    never answers, or an HTTP server, left the client waiting for ever (issue 30). The client is built in a daemon
+    thread; when it is not ready within ``timeout_s`` it is closed (which ends its wait, at most `CLOSE_TIMEOUT_S`
+    more) and `TimeoutError` is raised.
+
+    Raises:
+        TimeoutError: no complete handshake within ``timeout_s`` seconds.
+        Exception: what ``Client`` raised (a refused connection...).
+    """
+    from distributed import Client
+
+    box: dict[str, Any] = {}
+
+    class _Tracked(Client):  # holds on to the client as it starts, so that a hung handshake can be closed
+        def start(self, **kwargs: Any) -> Any:
+            box["client"] = self
+            return super().start(**kwargs)
+
+    def connect() -> None:
+        try:
+            box["ready"] = _Tracked(address, timeout=f"{timeout_s}s")
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="ingestaudit-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if "ready" in box:
+        return box["ready"]
+    if "error" in box:
+        raise box["error"]
+    if "client" in box:  # closing it ends the handshake's wait; a close that hangs too is left in its thread
+        closer = threading.Thread(target=_close_quietly, args=(box["client"],), daemon=True)
+        closer.start()
+        closer.join(CLOSE_TIMEOUT_S)
+    raise TimeoutError(f"no complete handshake within {timeout_s:g} s")
+
+
+def _close_quietly(client: Any) -> None:
+    try:
+        client.close(timeout=CLOSE_TIMEOUT_S)
+    except Exception:  # best effort: the connection is given up either way
+        pass
+
+
 def _worker_pid(dask_scheduler: Any, address: str) -> int | None:
     ws = dask_scheduler.workers.get(address)
     return getattr(ws, "pid", None) if ws is not None else None
@@ -311,10 +360,11 @@ class DaskExecutor(Executor):
 
         if self.scheduler is not None:
             try:
-                self._client = Client(self.scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+                self._client = _connect(self.scheduler, CONNECT_TIMEOUT_S)
             except Exception as exc:
-                raise ExecutorError(f"--scheduler {self.scheduler}: the Dask scheduler did not answer within "
-                                    f"{CONNECT_TIMEOUT_S} s ({type(exc).__name__}: {exc})") from None
+                what = (f"the Dask scheduler did not answer within {CONNECT_TIMEOUT_S} s" if isinstance(exc, OSError)
+                        else "the Dask handshake failed (is it a Dask scheduler?)")  # an HTTP server answers so
+                raise ExecutorError(f"--scheduler {self.scheduler}: {what} ({type(exc).__name__}: {exc})") from None
             return
         from distributed.deploy.spec import SpecCluster
 

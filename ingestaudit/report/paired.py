@@ -2,9 +2,11 @@
 way does it go?
 
 Tests run on each stage's key metric, the headline's (`ingestaudit.report.tables.headline_keys` of the summary;
-a key that is a corpus-level value has no items to pair and so no test), per class and ``__all__``, for every pair
-of pipelines (report order), on the items both pipelines measured (state ``ok``), with the same statistics as the
-regression gate (`ingestaudit.report.stats`), made two-sided because a bake-off fixes no direction in advance:
+a key that is a corpus-level value has no items to pair and so no test), per class and ``__all__``, between the
+best pipeline of that class and metric and each other pipeline (`pairs_against_best`: ``P - 1`` tests for ``P``
+pipelines, not one per pair of pipelines, whose ``P (P - 1) / 2`` made 80 pipelines 3.7 MB of tests; issue 30), on
+the items both pipelines measured (state ``ok``), with the same statistics as the regression gate
+(`ingestaudit.report.stats`), made two-sided because a bake-off fixes no direction in advance:
 
 * micro rows (every paired item carries counts): the paired bootstrap over items of the micro value's worsening,
   ``p = min(1, 2 * min(p_worse, p_better))``;
@@ -15,15 +17,15 @@ one family: Tarone's rule leaves out the tests that cannot reach ``alpha / K`` w
 correction runs over the rest; ``significant`` means Holm-adjusted p < alpha (0.05). ``better`` names the pipeline
 that is better when the test is significant **and** its side (the smaller one-sided p) agrees with the headline
 difference on the paired items under the metric's direction, else ``""``; the headline's ★ goes to a pipeline that
-is ``better`` than every other one. A test on so few pairs that no outcome could reach the family's level is
-``underpowered``: "no difference found" there means "too few items to tell".
+is ``better`` than every other one, which is what the tests against the best answer. A test on so few pairs that no
+outcome could reach the family's level is ``underpowered``: "no difference found" there means "too few items to
+tell".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from itertools import combinations
+from collections.abc import Iterable, Mapping, Sequence
 
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, PairedTest
 from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
@@ -36,11 +38,37 @@ def _pairs(va: dict[str, MeasurementRow], vb: dict[str, MeasurementRow]) -> Pair
     return pairs_of(items, [va[i] for i in items], [vb[i] for i in items])
 
 
+PAIRING = "the class's best pipeline against each other one"
+"""How the pairs of a report's tests are chosen (`pairs_against_best`), in each test's ``method`` and in the views."""
+
+
+def pairs_against_best(order: Sequence[str], badness: Mapping[str, float]) -> list[tuple[str, str]]:
+    """The pipeline pairs tested in one group (a class x metric): the best pipeline against each other one.
+
+    Args:
+        order: the pipelines in report order.
+        badness: pipeline -> its value in the group over its own items, oriented so that smaller is better
+            (`ingestaudit.report.stats.Orientation.badness`); a pipeline without values is left out.
+
+    Returns:
+        ``(a, b)`` pairs in report order within each pair, one per pipeline of ``badness`` other than the best (the
+        smallest badness; the first in report order on a tie): ``P - 1`` pairs for ``P`` pipelines, none for fewer
+        than two.
+    """
+    present = [p for p in order if p in badness]
+    if len(present) < 2:
+        return []
+    best = min(present, key=lambda p: badness[p])  # min keeps the first of equal values: report order
+    at = present.index(best)
+    return [(p, best) if i < at else (best, p) for i, p in enumerate(present) if p != best]
+
+
 def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], *, seed: int = 0,
                  n_resamples: int = 1000, confidence: float = 0.95, alpha: float = ALPHA,
                  keys: Iterable[tuple[str, str]] | None = None) -> list[PairedTest]:
-    """Paired tests between every two pipelines on each stage's key metric, per class and overall (see the module
-    docstring). Differences are ``pipeline_b - pipeline_a``; groups with fewer than 2 paired items get no test.
+    """Paired tests between the best pipeline and each other one on each stage's key metric, per class and overall
+    (see the module docstring; `pairs_against_best`, the best by its headline value over its own items: micro,
+    else the mean). Differences are ``pipeline_b - pipeline_a``; pairs with fewer than 2 paired items get no test.
 
     Args:
         keys: the ``(metric, label)`` pairs to test, normally the headline's keys
@@ -63,7 +91,11 @@ def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], 
     copies: list[tuple[tuple[str, str, str, str, str], int]] = []  # an __all__ test on one class's items
     seen: dict[tuple[str, str, str, str, frozenset[str]], int] = {}
     for cls, metric, label in groups:
-        for a, b in combinations(pipeline_order, 2):
+        orient = orientation_of(metric, label)
+        own = {p: values[(cls, metric, label, p)] for p in pipeline_order if (cls, metric, label, p) in values}
+        badness = {p: orient.badness(pairs_of(list(v), list(v.values()), list(v.values())).value("a"))
+                   for p, v in own.items()}  # each pipeline's headline value over its own items
+        for a, b in pairs_against_best(pipeline_order, badness):
             pairs = _pairs(values.get((cls, metric, label, a), {}), values.get((cls, metric, label, b), {}))
             if pairs.n < 2:
                 continue
@@ -91,7 +123,7 @@ def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], 
         side = 0.0 if stat.p_worse == stat.p_better else (1.0 if stat.p_worse < stat.p_better else -1.0)
         agree = stat.worse is not None and stat.worse * side > 0
         method = (f"{stat.method}, two-sided (2 x the smaller one-sided p); Holm over the family of tests that can "
-                  f"reach alpha/K (Tarone), alpha={alpha}")
+                  f"reach alpha/K (Tarone), alpha={alpha}; {PAIRING}")
         found.append((PairedTest(doc_class=cls, metric=metric, label=label, pipeline_a=a, pipeline_b=b,
                                  n_pairs=pairs.n, mean_diff=sum(diffs) / len(diffs), median_diff=median,
                                  statistic=statistic, p_value=stat.p_two_sided, significant=False,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestaudit.report.escape import md_code, md_text, safe_for_terminal, terminal_text
+from ingestaudit.report.paired import PAIRING
 from ingestaudit.report.schema import ALL_CLASSES, Report
 from ingestaudit.report.rows import distinct, item_keys
 from ingestaudit.report.tables import (Headline, class_tables, direction, failure_groups, g4, headlines,
@@ -138,13 +139,14 @@ def _clip(line: str, width: int) -> str:
 
 
 def _headline_block(h: Headline, width: int) -> list[str]:
-    """One class: a row per stage's key metric (rows where no pipeline has a value are named in one line), a
-    column per pipeline; each cell ``value ★ n=k/N`` and its interval, on one line when the width allows, else the
-    interval on a second line; then the waterfall."""
+    """One class: a row per stage's key metric (rows where no pipeline has a value and no item failed, only labels
+    missing, are named in one line), a column per pipeline; each cell ``value ★ n=k/N`` and its interval, on one
+    line when the width allows, else the interval on a second line (a cell without a value: ``—`` and its items'
+    states, e.g. ``3 err``); then the waterfall."""
     what = (f"{h.documents} document{'s' * (h.documents != 1)}"
             + (f", {h.questions} question{'s' * (h.questions != 1)}" if h.questions else ""))
     out = [f"class: {h.doc_class} — {what}"]
-    rows = [r for r in h.rows if any(c.value is not None for c in r.cells)]
+    rows = [r for r in h.rows if any(c.value is not None or c.failed for c in r.cells)]
     empty = [r.name for r in h.rows if r not in rows]
     if rows:
         def layout(one_line: bool) -> tuple[list[list[str]], list[list[list[str]]]]:
@@ -386,7 +388,8 @@ def _paired_summary(report: Report) -> str:
                 "(not corrected for multiple comparisons: a version-1 report).")
     family = sum(1 for t in tests if t.p_holm is not None)
     under = sum(1 for t in tests if t.underpowered)
-    return (f"{len(tests)} paired tests on each stage's key metric over the items both pipelines measured "
+    pairs = f" ({PAIRING})" if all(PAIRING in t.method for t in tests) else ""  # older reports: every two pipelines
+    return (f"{len(tests)} paired tests{pairs} on each stage's key metric over the items both pipelines measured "
             f"(two-sided: a paired bootstrap of the micro value, resampling numerators and denominators, for micro "
             f"values; Wilcoxon signed-rank for means); {family} could reach significance and form "
             f"the Holm family (Tarone), {len(tests) - family} could not (too few items differ); {sig} significant "

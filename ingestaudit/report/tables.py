@@ -138,6 +138,7 @@ class HeadCell:
     total: int = 0  # items in any state (n of them ok)
     corpus: bool = False  # one value over the class (n = documents), not an aggregate of items
     missing: str = ""  # why there is no value: every state that is not ok, most frequent first, with counts
+    failed: int = 0  # items in error, skipped or without a prediction (a label missing is not a failure)
 
     def text(self, with_interval: bool = True) -> str:
         """``value ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
@@ -190,6 +191,10 @@ class Headline:
     waterfall_errors: dict[str, int] = field(default_factory=dict)  # pipeline -> questions left out (`error`)
 
 
+FAILED_STATES = ("error", "skipped", "no_prediction")
+"""States of an item the run could not measure though it has labels: a headline row whose cells hold only these is
+shown with their counts, never folded into "no value in this class" (issue 30)."""
+
 STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": "skip", "error": "err"}
 """How a cell without a value names the states of its items in the terminal (the headline legend spells them out)."""
 
@@ -207,7 +212,8 @@ def _cell(row: SummaryRow | None) -> HeadCell:
     bad = sorted(((n, s) for s, n in row.states.items() if n and s != "ok"), key=lambda x: (-x[0], x[1]))
     return HeadCell(headline_value(row), row.ci_low, row.ci_high, row.n_docs, _note(row),
                     total=sum(row.states.values()), corpus=row.level == "corpus",
-                    missing=", ".join(f"{n} {STATE_SHORT.get(st, st)}" for n, st in bad))
+                    missing=", ".join(f"{n} {STATE_SHORT.get(st, st)}" for n, st in bad),
+                    failed=sum(n for st, n in row.states.items() if st in FAILED_STATES))
 
 
 def significant_best(tests: Sequence[PairedTest], pipelines: Sequence[str], metric: str, label: str,
@@ -215,14 +221,18 @@ def significant_best(tests: Sequence[PairedTest], pipelines: Sequence[str], metr
     """The pipeline that is significantly better than every other pipeline with a test in this class and metric:
     each of its paired tests significant after Holm, and better in the direction of the metric both by the test's
     side and by the headline difference on the paired items (`PairedTest.better`; for older reports without it,
-    None, the sign of the difference under the metric's direction). None when no pipeline is."""
+    None, the sign of the difference under the metric's direction). It needs a test against every other pipeline
+    with a test in the group (the tests run from the best pipeline to each other one, `ingestaudit.report.paired`:
+    a pipeline that beats the best has only that one test, not one against each other pipeline). None when no
+    pipeline is."""
     mine = [t for t in tests if t.doc_class == doc_class and t.metric == metric and t.label == label]
+    tested = {p for t in mine for p in (t.pipeline_a, t.pipeline_b)}
     for best in pipelines:
-        others = [p for p in pipelines if p != best and any({t.pipeline_a, t.pipeline_b} == {best, p} for t in mine)]
-        if not others:
+        vs = {o: next((t for t in mine if {t.pipeline_a, t.pipeline_b} == {best, o}), None)
+              for o in pipelines if o != best and o in tested}
+        if best not in tested or not vs or None in vs.values():
             continue
-        if all(_wins(next(t for t in mine if {t.pipeline_a, t.pipeline_b} == {best, o}), best, metric, label)
-               for o in others):
+        if all(_wins(t, best, metric, label) for t in vs.values()):  # type: ignore[arg-type]
             return best
     return None
 

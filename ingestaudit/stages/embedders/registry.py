@@ -48,10 +48,20 @@ def load_embedder(name: str = DEFAULT, options: dict[str, Any] | None = None) ->
             or an entry point's module does not import.
         ValueError: an option the embedder does not take (`ingestaudit.plugins.PluginOptionError`) or rejects.
     """
-    cls = plugin_class(GROUP, name, BUILTIN, what="embedder", base=Embedder, entry_points=_entry_points,
-                       known=embedder_names, unknown=UnknownEmbedder, unavailable=EmbedderUnavailable,
-                       unimportable=EmbedderUnavailable)
-    return instantiate(cls, options, f"embedder {name!r}")
+    return instantiate(embedder_class(name), options, f"embedder {name!r}")
+
+
+def embedder_class(name: str) -> type[Embedder]:
+    """The embedder class ``name`` names (built-in, entry point, or ``"module:Class"``), not instantiated: no model
+    is loaded and no model package is needed (the start-up check of a configuration,
+    `ingestaudit.config_check`).
+
+    Raises:
+        UnknownEmbedder, EmbedderUnavailable: as `load_embedder`.
+    """
+    return plugin_class(GROUP, name, BUILTIN, what="embedder", base=Embedder, entry_points=_entry_points,
+                        known=embedder_names, unknown=UnknownEmbedder, unavailable=EmbedderUnavailable,
+                        unimportable=EmbedderUnavailable)
 
 
 def load_cached_embedder(name: str = DEFAULT, options: dict[str, Any] | None = None,

@@ -1,0 +1,145 @@
+"""The start-up check of a run's configuration, one function that ``ingestaudit validate`` and ``ingestaudit run``
+both call, so that they accept and refuse the same things (issue 30: a misspelt ``[gate]`` metric passed
+``validate`` and failed ``run``; an unknown chunker passed both and made every document an error row, exit 0).
+
+`config_problems` checks, without reading a document or loading a model:
+
+- ``[run] stages`` and every ``[auditor_options.<stage>]`` table: the stage exists and its auditor takes the options
+  (`ingestaudit.runner.select_stages`); ``[auditor_options.tables] max_tables`` is ``[limits] tables``' to set;
+- every ``[gate]`` metric is known and its budget well formed (`ingestaudit.report.compare.resolve_budgets`);
+- every pipeline's cleaner, chunker, embedder, index and retriever: the implementation exists (the message names the
+  pipeline, the step and the valid names) and takes the options given; the embedder's class is found, its model is
+  not loaded (`ingestaudit.runner` loads it once before the first document when a chain stage runs).
+
+The parser of each pipeline is not checked here: ``run`` checks it (name and availability) in `ingestaudit.cli`
+before any document is read, ``validate`` does not yet. The number of pipelines is checked by
+`ingestaudit.pipeline.resolve` (``[limits] pipelines``); `default_pipelines` gives ``validate`` the pipelines a run
+with no flags would audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ingestaudit.config import Config, table_limit_problem
+from ingestaudit.pipeline import STAGES, Pipeline, StageChoice, resolve
+
+
+def config_problems(cfg: Config, source: str, pipelines: Sequence[Pipeline]) -> list[str]:
+    """Every problem of ``cfg`` and ``pipelines`` that would stop a run or make each of its documents an error, one
+    message each; empty when the run may start.
+
+    Args:
+        cfg: the effective configuration (command-line flags applied).
+        source: the configuration file as messages name it (``ingestaudit.toml``, a ``--config`` path, ``config``).
+        pipelines: the run's pipelines (`ingestaudit.pipeline.resolve`).
+    """
+    return [*_stage_problems(cfg, source), *_gate_problems(cfg, source), *implementation_problems(pipelines)]
+
+
+def default_pipelines(cfg: Config) -> list[Pipeline]:
+    """The pipelines ``ingestaudit run CORPUS`` audits with no pipeline flag: the configured ones, else one per
+    ``[run] parsers`` entry.
+
+    Raises:
+        PipelineError: a bad ``[pipelines.<name>]`` table, or more than ``[limits] pipelines``.
+    """
+    return resolve(configured=cfg.pipelines, selected=[], parsers=[], outputs=None, sweeps=[],
+                   default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
+
+
+def _stage_problems(cfg: Config, source: str) -> list[str]:
+    from ingestaudit.runner import select_stages
+
+    problems = [f"{source}: {p}" for p in [table_limit_problem(cfg)] if p]
+    try:  # every [auditor_options.X] table names a stage and its options build that auditor
+        select_stages(cfg.run.stages, [], cfg.auditor_options)
+    except ValueError as exc:  # UnknownStage is one
+        problems.append(f"{source}: {exc}")
+    except Exception as exc:  # an option of the wrong type that an auditor did not expect: named, no traceback
+        problems.append(f"{source}: auditor_options: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def _gate_problems(cfg: Config, source: str) -> list[str]:
+    from ingestaudit.report.compare import GateError, resolve_budgets
+
+    problems = []
+    for metric, value in cfg.gate.items():  # one at a time, so that every bad entry is named
+        try:
+            resolve_budgets({metric: value}, [], config_source=f"{source} [gate]")
+        except GateError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def implementation_problems(pipelines: Sequence[Pipeline]) -> list[str]:
+    """One message per distinct stage choice (implementation and options) that cannot be built, naming the
+    pipelines that use it, the step and the error (for an unknown name, the valid names); the parser is left out
+    (see the module docstring)."""
+    users: dict[tuple[str, str], list[str]] = {}
+    errors: dict[tuple[str, str], str] = {}
+    for p in pipelines:
+        for stage in STAGES[1:]:
+            choice = p.stage(stage)
+            key = (stage, repr(choice))
+            if key not in errors:
+                errors[key] = _build_error(stage, choice)
+            users.setdefault(key, []).append(p.name)
+    return [f"{_named(users[key])}, {key[0]}: {error}" for key, error in errors.items() if error]
+
+
+def _named(names: list[str]) -> str:
+    shown = ", ".join(map(repr, names[:3])) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"pipeline{'s' * (len(names) > 1)} {shown}"
+
+
+def _build_error(stage: str, choice: StageChoice) -> str:
+    """The error building ``choice`` as stage ``stage`` raises (``"Type: message"`` unless the error is a plug-in's
+    own, which names itself), or ``""``."""
+    try:
+        _BUILDERS[stage](choice)
+    except Exception as exc:
+        from ingestaudit.plugins import PluginError
+
+        return str(exc) if isinstance(exc, (PluginError, ValueError)) else f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _cleaner(choice: StageChoice) -> Any:
+    from ingestaudit.stages.cleaners.registry import load_cleaner
+
+    return load_cleaner(choice.use, choice.kwargs())
+
+
+def _chunker(choice: StageChoice) -> Any:
+    from ingestaudit.runner import _precomputed_or
+    from ingestaudit.stages.chunkers.registry import load_chunker
+
+    return _precomputed_or(choice) if choice.use == "precomputed" else load_chunker(choice.use, choice.kwargs())
+
+
+def _embedder(choice: StageChoice) -> Any:
+    from ingestaudit.stages.embedders.registry import embedder_class
+
+    return embedder_class(choice.use)  # the model loads before the first document, when a chain stage runs
+
+
+def _index(choice: StageChoice) -> Any:
+    from ingestaudit.stages.index import IndexSettings
+
+    return IndexSettings.from_options(choice.use, choice.kwargs())
+
+
+def _retriever(choice: StageChoice) -> Any:
+    from ingestaudit.stages.retrievers import DENSE, load_retriever
+
+    return None if choice.use == DENSE else load_retriever(choice.use, choice.kwargs())
+
+
+_BUILDERS: dict[str, Callable[[StageChoice], Any]] = {"cleaner": _cleaner, "chunker": _chunker,
+                                                      "embedder": _embedder, "index": _index,
+                                                      "retriever": _retriever}
+"""How each pipeline step after the parser is built for the check: the way `ingestaudit.runner` and the auditors
+build it."""
