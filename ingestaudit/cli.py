@@ -184,11 +184,9 @@ def run(
     from ingestaudit.auditors.registry import UnknownStage
     from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
     from ingestaudit.corpus import CorpusError, discover
-    from ingestaudit.parsers.base import ParserUnavailable
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.parsers.registry import UnknownParser
     from ingestaudit.pipeline import PipelineError, Sweep, resolve
-    from ingestaudit.runner import parser_spec, run as run_audit
+    from ingestaudit.runner import run as run_audit
 
     try:
         found = discover(corpus)
@@ -229,7 +227,7 @@ def run(
 
     problems = config_problems(cfg, str(cfg_path or "config"), pipes)  # what `validate` checks, the same way
     if problems:
-        _fail("\n".join(problems), "see 'ingestaudit stages' and docs/config.md")
+        _fail("\n".join(problems), "see 'ingestaudit stages', 'ingestaudit parsers' and docs/config.md")
     from ingestaudit.io import OutputError, check_output_file, check_output_folder, folder_ids
 
     corpus_ids = folder_ids(found.root)  # the corpus's folders by device and inode: a bind mount is no way in
@@ -243,18 +241,6 @@ def run(
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
     cfg.run.parsers = [name for p in pipes if p.precomputed_root is None for name in p.parsers()]
-    for p in pipes:
-        if p.precomputed_root is not None:
-            continue
-        spec = parser_spec(p, cfg.parser_options)
-        for key, route in spec.routes or (("", spec),):  # every route's parser, before any document is read
-            where = f"pipeline {p.name!r}" + (f", route {key!r}" if key else "")
-            try:
-                ok, why = route.build().available()
-            except (UnknownParser, ParserUnavailable, ValueError) as exc:
-                _fail(f"{where}: {exc}" if key else str(exc), "see 'ingestaudit parsers'")
-            if not ok:
-                _fail(f"{where}: parser {route.name!r} is unavailable: {why}")
     if not found.documents:
         _fail(f"{found.root}: no documents under docs/<class>/")
 

@@ -11,8 +11,10 @@ both call, so that they accept and refuse the same things (issue 30: a misspelt 
   pipeline, the step and the valid names) and takes the options given; the embedder's class is found, its model is
   not loaded (`ingestaudit.runner` loads it once before the first document when a chain stage runs).
 
-The parser of each pipeline is not checked here: ``run`` checks it (name and availability) in `ingestaudit.cli`
-before any document is read, ``validate`` does not yet. The number of pipelines is checked by
+- every pipeline's parser, or each parser of its routing table: the parser is registered, takes its options and is
+  available on this machine (`parser_problems`; a precomputed pipeline has none).
+
+The number of pipelines is checked by
 `ingestaudit.pipeline.resolve` (``[limits] pipelines``); `default_pipelines` gives ``validate`` the pipelines a run
 with no flags would audit.
 """
@@ -35,7 +37,32 @@ def config_problems(cfg: Config, source: str, pipelines: Sequence[Pipeline]) -> 
         source: the configuration file as messages name it (``ingestaudit.toml``, a ``--config`` path, ``config``).
         pipelines: the run's pipelines (`ingestaudit.pipeline.resolve`).
     """
-    return [*_stage_problems(cfg, source), *_gate_problems(cfg, source), *implementation_problems(pipelines)]
+    return [*_stage_problems(cfg, source), *_gate_problems(cfg, source), *parser_problems(pipelines, cfg.parser_options),
+            *implementation_problems(pipelines)]
+
+
+def parser_problems(pipelines: Sequence[Pipeline], parser_options: dict[str, dict[str, Any]]) -> list[str]:
+    """One message per pipeline parser (or route of a routing table) that is unknown, refuses its
+    ``[parser_options]`` or is unavailable here (its ``available()`` says why: a missing binary or package)."""
+    from ingestaudit.parsers.base import ParserUnavailable
+    from ingestaudit.parsers.registry import UnknownParser
+    from ingestaudit.parsers.routing import parser_spec
+
+    problems = []
+    for p in pipelines:
+        if p.precomputed_root is not None:
+            continue
+        spec = parser_spec(p, parser_options)
+        for key, route in spec.routes or (("", spec),):
+            where = f"pipeline {p.name!r}" + (f", route {key!r}" if key else "")
+            try:
+                ok, why = route.build().available()
+            except (UnknownParser, ParserUnavailable, ValueError) as exc:
+                problems.append(f"{where}: {exc}" if key else str(exc))
+                continue
+            if not ok:
+                problems.append(f"{where}: parser {route.name!r} is unavailable: {why}")
+    return problems
 
 
 def default_pipelines(cfg: Config) -> list[Pipeline]:
@@ -76,8 +103,7 @@ def _gate_problems(cfg: Config, source: str) -> list[str]:
 
 def implementation_problems(pipelines: Sequence[Pipeline]) -> list[str]:
     """One message per distinct stage choice (implementation and options) that cannot be built, naming the
-    pipelines that use it, the step and the error (for an unknown name, the valid names); the parser is left out
-    (see the module docstring)."""
+    pipelines that use it, the step and the error (for an unknown name, the valid names); parsers are `parser_problems`'."""
     users: dict[tuple[str, str], list[str]] = {}
     errors: dict[tuple[str, str], str] = {}
     for p in pipelines:
