@@ -2,7 +2,9 @@
 
 Exit codes: 0 ran (and every gate held); 1 a gate failed; 2 usage or corpus error (nothing audited), or an output
 that cannot be written (the previous report unchanged); 3 the run finished but some documents failed (only with
-``--strict``); 130 interrupted (SIGINT), 143 terminated (SIGTERM): nothing written. Payload goes to stdout, progress
+``--strict``); 4 the run finished and its report was written, but it could not be recorded in ``--history``
+(locked past `ingestaudit.report.history.LOCK_WAIT_S`, or damaged since the check before the audit; 1 and 3 take
+precedence); 130 interrupted (SIGINT), 143 terminated (SIGTERM): nothing written. Payload goes to stdout, progress
 to stderr; every name from the corpus is printed with its control characters made visible
 (`ingestaudit.report.escape`).
 """
@@ -32,7 +34,7 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
                                                 help="Print the version and exit.")] = False) -> None:
     """Audit the ingestion half of a RAG system against human labels."""
 
-EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES, EXIT_NOT_RECORDED = 0, 1, 2, 3, 4
 
 
 class UsageError(Exception):
@@ -521,11 +523,12 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
             code = EXIT_GATE
     if code == EXIT_OK and strict and report.failures:
         code = EXIT_FAILURES
-    if history_error:  # exit 2, but a gate that failed too is said, not hidden behind it
-        gate = "; the gate also FAILED (exit 1 without this error)" if code == EXIT_GATE else ""
-        console.print(terminal_text(f"error: {history_error}; the run was not recorded{gate}"), style="red",
+    if history_error:  # the report is kept: exit 4, unless a failed gate or --strict failures say more (1, 3)
+        kept = f"the run was not recorded in the history; its report in {out} was written"
+        also = {EXIT_GATE: "; the gate FAILED: exit 1", EXIT_FAILURES: "; documents failed (--strict): exit 3"}
+        console.print(terminal_text(f"error: {history_error}; {kept}{also.get(code, '')}"), style="red",
                       highlight=False, markup=False)
-        code = EXIT_USAGE
+        code = code or EXIT_NOT_RECORDED
     return code
 
 

@@ -222,13 +222,14 @@ class StoreWriter:
 def _sorted_groups(spill: Path, work_dir: Path, row_group: int, memory: str) -> Iterator[Any]:
     """The spill file's rows in canonical order, as tables of exactly ``row_group`` rows (the last one shorter),
     each one contiguous chunk, typed as the store's schema."""
-    import duckdb
     import pyarrow as pa
+
+    from ingestaudit.db import connect
 
     schema = _schema()
     tmp = work_dir / "duckdb-tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
         con.execute(f"SET memory_limit='{memory}'")
         con.execute("SET threads=1")

@@ -26,6 +26,7 @@ DuckDB reads it as it is, e.g. ``duckdb.sql("SELECT item, value FROM 'out/measur
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,13 +56,25 @@ _DDL = (
 
 
 class HistoryError(Exception):
-    """The history file cannot be used (not a DuckDB file, another schema, locked by another process, no such
-    run); the message names the file."""
+    """The history file cannot be used (not a DuckDB file, damaged, another schema, locked by another process, no
+    such run); the message names the file."""
 
 
 class EmptyHistory(HistoryError):
     """An empty DuckDB file: no run recorded yet."""
 
+
+class HistoryLocked(HistoryError):
+    """Another process held the history's lock for longer than `LOCK_WAIT_S`."""
+
+
+LOCK_WAIT_S = 10.0
+"""How long opening a history waits for another process's lock (two jobs appending at once hold it a moment
+each), retrying with a pause growing from 0.05 to 0.5 s, before it gives up with `HistoryLocked`."""
+
+_LOCKED = "Could not set lock on file"  # DuckDB's message when another process holds the file
+_DUCKDB_MAGIC = (8, b"DUCK")  # every DuckDB database file has these bytes at this offset
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -82,25 +95,75 @@ def _narrow(where: list[str], args: list[Any], **equal: str | None) -> None:
             args.append(value)
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _sniff(path: Path) -> None:
+    """Refuse, before DuckDB opens it, what is not a regular file or not a DuckDB database (a SQLite file would
+    make DuckDB reach for its SQLite extension; DuckDB refuses an empty file too)."""
+    import stat
+
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise HistoryError(f"{path}: is a folder, not a history file")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device (through a link too): never opened
+        raise HistoryError(f"{path}: not a regular file, so not a history file")
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    offset, magic = _DUCKDB_MAGIC
+    if head[offset:offset + len(magic)] == magic:
+        return
+    what = ("an empty file; remove it and the next run starts the history" if not head else
+            "a SQLite database" if head.startswith(_SQLITE_MAGIC) else "no DuckDB header")
+    raise HistoryError(f"{path}: not a DuckDB history file ({what}); nothing was changed")
+
+
+def _open(path: Path, read_only: bool) -> Any:
+    """A connection (`ingestaudit.db.connect`: offline), retried while another process holds the lock."""
+    import duckdb
+
+    from ingestaudit.db import connect
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    pause = 0.05
+    while True:
+        try:
+            return connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            if _LOCKED not in str(exc):
+                raise HistoryError(f"{path}: not a readable DuckDB history file ({_first_line(exc)}); nothing was "
+                                   "changed") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HistoryLocked(f"{path}: locked by another process ({_first_line(exc)}); waited "
+                                    f"{LOCK_WAIT_S:g} s; try again when it finishes") from None
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.5)
+
+
 @contextmanager
 def _connect(path: Path, *, create: bool, read_only: bool = False) -> Iterator[Any]:
+    """An open history (its schema checked, created when ``create`` and new); every DuckDB error while it is used
+    (a damaged block read by a query) is a `HistoryError` naming the file."""
     import duckdb
 
     if not path.exists() and not create:
         raise HistoryError(f"{path}: no such history file")
-    if path.exists() and path.is_dir():
-        raise HistoryError(f"{path}: is a folder, not a history file")
-    try:
-        con = duckdb.connect(str(path), read_only=read_only and path.exists())
-    except duckdb.Error as exc:
-        msg = str(exc)
-        if "lock" in msg.lower():
-            raise HistoryError(f"{path}: locked by another process ({msg.splitlines()[0]}); try again when it "
-                               "finishes") from None
-        raise HistoryError(f"{path}: not a DuckDB history file ({msg.splitlines()[0]})") from None
+    if path.exists():
+        _sniff(path)
+    con = _open(path, read_only=read_only and path.exists())
     try:
         _check_schema(con, path, create=create and not read_only)
         yield con
+    except duckdb.Error as exc:
+        raise HistoryError(f"{path}: a damaged DuckDB history file ({_first_line(exc)})") from None
     finally:
         con.close()
 
@@ -126,7 +189,9 @@ def _check_schema(con: Any, path: Path, *, create: bool) -> None:
 
 
 def check_history(path: Path) -> None:
-    """Open (creating when absent) and validate a history file before a run spends time on the audit.
+    """Check a history file before a run spends time on the audit: a new path in an existing folder, or a readable
+    ingestaudit history, opened read-only (nothing is written) and its tables' key columns read through, which
+    finds most damage (a truncated file) before the audit rather than after it.
 
     Raises:
         HistoryError: see the class.
@@ -135,8 +200,18 @@ def check_history(path: Path) -> None:
         if not path.parent.is_dir():
             raise HistoryError(f"{path}: the folder {path.parent} does not exist")
         return
-    with _connect(path, create=True):
+    try:
+        with _connect(path, create=False, read_only=True) as con:
+            for probe in _PROBES:
+                con.execute(probe).fetchall()
+    except EmptyHistory:  # a DuckDB file without tables: the run creates them
         pass
+
+
+_PROBES = ("SELECT max(run_id), max(time), max(label), max(corpus_fingerprint), bool_and(accepted) FROM runs",
+           "SELECT max(run_id), max(metric), max(headline), max(states) FROM summary",
+           "SELECT max(run_id), max(metric), max(value) FROM measurements")
+"""Queries that read the columns every command reads (a count alone is answered without reading the data)."""
 
 
 def _headline(r: SummaryRow) -> float | None:
