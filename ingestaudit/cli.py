@@ -441,7 +441,7 @@ def _read_baseline(spec: str, flag: str, first_night: bool = False):
     """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``. With
     ``first_night`` a history file that does not exist yet or holds no run gives ``(None, "")``."""
     from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, is_empty, load_report
-    from ingestaudit.report.schema import ReportError, read_report
+    from ingestaudit.report.schema import ReportError
 
     if spec.startswith(HISTORY_PREFIX):
         path = Path(spec[len(HISTORY_PREFIX):])
@@ -453,11 +453,9 @@ def _read_baseline(spec: str, flag: str, first_night: bool = False):
             _fail(f"{flag}: {exc}")
         return rep, f"{path} run {info.run_id}" + (f" ({info.label})" if info.label else "")
     try:
-        from ingestaudit.report.rows import store_file
+        from ingestaudit.report.integrity import read_checked_report
 
-        rep = read_report(Path(spec))
-        store_file(rep)  # its measurement store beside it, checked against its SHA-256
-        return rep, spec
+        return read_checked_report(Path(spec)), spec  # its store and summary checked too
     except ReportError as exc:
         _fail(str(exc))
 
@@ -548,13 +546,12 @@ def report(
     from ingestaudit.io import OutputError, check_output_file, describe, folder_ids, write_atomic
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
-    from ingestaudit.report.schema import ReportError, read_report
+    from ingestaudit.report.schema import ReportError
 
     try:
-        from ingestaudit.report.rows import store_file
+        from ingestaudit.report.integrity import read_checked_report
 
-        rep = read_report(report_json)
-        store_file(rep)  # its measurement store beside it, checked against its SHA-256
+        rep = read_checked_report(report_json)  # its store and summary checked too
     except ReportError as exc:
         _fail(str(exc))
     timings = report_json.parent / "timings.json"
@@ -617,14 +614,13 @@ def compare(
 
     from ingestaudit.report.compare import GateError, compare_reports, render_comparison, resolve_budgets
     from ingestaudit.report.render import terminal_width
-    from ingestaudit.report.schema import ReportError, read_report
+    from ingestaudit.report.schema import ReportError
 
     base_report, base_label = _read_baseline(base, "BASE")
     try:
-        from ingestaudit.report.rows import store_file
+        from ingestaudit.report.integrity import read_checked_report
 
-        head_report = read_report(head)
-        store_file(head_report)  # its measurement store beside it, checked against its SHA-256
+        head_report = read_checked_report(head)  # its store and summary checked too
     except ReportError as exc:
         _fail(str(exc))
     gate = head_report.config.get("gate") if isinstance(head_report.config.get("gate"), dict) else {}

@@ -370,8 +370,14 @@ def load_report(path: Path, run_id: int | None = None) -> tuple[Report, RunInfo]
     raw["measurements"] = [{"item": m[0], "item_kind": m[1], "doc_class": m[2], "pipeline": m[3], "stage": m[4],
                             "metric": m[5], "label": m[6], "value": m[7], "numerator": m[8], "denominator": m[9],
                             "state": m[10], "detail": json.loads(m[11] or "{}")} for m in meas]
+    from ingestaudit.report.integrity import check_summary
+    from ingestaudit.report.schema import ReportError
+
     try:
         report = Report.model_validate(raw)
+        check_summary(report, Path(f"{path} run {run_id}"))  # rows edited in the file are not gated against
+    except ReportError as exc:
+        raise HistoryError(str(exc)) from None
     except Exception as exc:  # a row the current schema rejects
         raise HistoryError(f"{path}: run {run_id} does not load as a report ({exc})") from None
     return report, RunInfo(int(meta[0]), meta[1], meta[2], meta[3] or "", bool(meta[4]))
