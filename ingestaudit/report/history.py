@@ -162,8 +162,10 @@ def _connect(path: Path, *, create: bool, read_only: bool = False) -> Iterator[A
     try:
         _check_schema(con, path, create=create and not read_only)
         yield con
-    except duckdb.Error as exc:
-        raise HistoryError(f"{path}: a damaged DuckDB history file ({_first_line(exc)})") from None
+    except duckdb.Error as exc:  # reading a damaged block, or a table this ingestaudit does not expect
+        damaged = isinstance(exc, duckdb.IOException) or "Corrupt" in str(exc)
+        raise HistoryError(f"{path}: {'a damaged DuckDB history file' if damaged else 'cannot be used as a history'}"
+                           f" ({_first_line(exc)})") from None
     finally:
         con.close()
 

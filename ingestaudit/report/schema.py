@@ -381,8 +381,18 @@ def read_report(path: Path) -> Report:
     """Load and validate ``report.json``.
 
     Raises:
-        ReportError: unreadable, not JSON, another schema major version, or fields that break the contract.
+        ReportError: not a regular file (a FIFO would block the read for ever), unreadable, not JSON, another
+            schema major version, or fields that break the contract.
     """
+    import stat
+
+    try:
+        regular = stat.S_ISREG(path.stat().st_mode)  # through links
+    except OSError as exc:
+        raise ReportError(f"{path}: not a readable JSON report ({exc.strerror or exc})") from None
+    if not regular:
+        raise ReportError(f"{path}: not a regular file, so not a report.json (a folder, FIFO or device)")
+
     def no_constants(name: str) -> float:
         raise ValueError(f"{name} is not a number a report may hold")
 

@@ -453,3 +453,16 @@ def test_a_history_run_edited_in_the_file_is_not_gated_against(tmp_path):
     assert result.exit_code == 2, result.output
     assert f"{db} run 1: summary[1] (tess · scans · extraction.cer): state counts differ (summary vs rows: ok 12 vs " \
            "0)" in flat(result)
+
+
+def test_a_fifo_given_as_a_report_or_a_history_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "nightly.pipe"
+    os.mkfifo(fifo)
+    good = stored_report(tmp_path / "good")
+    for args, message in ((["report", str(fifo)], f"{fifo}: not a regular file, so not a report.json"),
+                          (["compare", str(good), str(fifo)], f"{fifo}: not a regular file, so not a report.json"),
+                          (["history", str(fifo)], f"{fifo}: not a regular file, so not a history file"),
+                          (["compare", f"history:{fifo}", str(good)], f"{fifo}: not a regular file")):
+        result = cli(*args)  # opening the FIFO would wait for a writer for ever
+        assert result.exit_code == 2, (args, result.output)
+        assert message in flat(result), (args, result.output)
