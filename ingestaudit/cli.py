@@ -166,7 +166,9 @@ def run(
                                                         help="METRIC=X: the gate's budget for METRIC, absolute "
                                                              "(0.02) or relative (5%); repeatable.")] = None,
     history: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_HISTORY",
-                                                    help="Append this run's summary to a DuckDB history file.")] = None,
+                                                    help="Append this run's summary to a DuckDB history file (exit 4 "
+                                                         "when it cannot be recorded after the audit; the report "
+                                                         "is kept).")] = None,
     label: Annotated[str, typer.Option(envvar="INGESTAUDIT_LABEL",
                                        help="Label of this run in the history (e.g. a commit).")] = "",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", envvar="INGESTAUDIT_VERBOSE",
