@@ -101,7 +101,8 @@ def _first_line(exc: BaseException) -> str:
 
 def _sniff(path: Path) -> None:
     """Refuse, before DuckDB opens it, what is not a regular file or not a DuckDB database (a SQLite file would
-    make DuckDB reach for its SQLite extension; DuckDB refuses an empty file too)."""
+    make DuckDB reach for its SQLite extension). An empty file is left to DuckDB, which refuses it without writing
+    (`_open` says so), since it may be a history another process is creating this instant."""
     import stat
 
     try:
@@ -118,10 +119,9 @@ def _sniff(path: Path) -> None:
     except OSError as exc:
         raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     offset, magic = _DUCKDB_MAGIC
-    if head[offset:offset + len(magic)] == magic:
+    if not head or head[offset:offset + len(magic)] == magic:
         return
-    what = ("an empty file; remove it and the next run starts the history" if not head else
-            "a SQLite database" if head.startswith(_SQLITE_MAGIC) else "no DuckDB header")
+    what = "a SQLite database" if head.startswith(_SQLITE_MAGIC) else "no DuckDB header"
     raise HistoryError(f"{path}: not a DuckDB history file ({what}); nothing was changed")
 
 
@@ -138,8 +138,10 @@ def _open(path: Path, read_only: bool) -> Any:
             return connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
             if _LOCKED not in str(exc):
-                raise HistoryError(f"{path}: not a readable DuckDB history file ({_first_line(exc)}); nothing was "
-                                   "changed") from None
+                empty = path.exists() and path.stat().st_size == 0
+                what = "an empty file; remove it and the next run starts the history" if empty else _first_line(exc)
+                raise HistoryError(f"{path}: not a {'' if empty else 'readable '}DuckDB history file ({what}); "
+                                   "nothing was changed") from None
             left = deadline - time.monotonic()
             if left <= 0:
                 raise HistoryLocked(f"{path}: locked by another process ({_first_line(exc)}); waited "

@@ -234,11 +234,15 @@ def test_a_run_that_loses_the_history_lock_after_the_audit_keeps_its_report_and_
 
 APPENDER = """
 import sys
+import time
 sys.path.insert(0, {kit!r})
 from pathlib import Path
 from _reportkit import build, cer_rows
 from ingestaudit.report.history import append_run
-db, who = Path(sys.argv[1]), sys.argv[2]
+db, who, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+print("ready", flush=True)
+while not go.exists():  # both processes start appending at the same moment
+    time.sleep(0.01)
 for night in range(4):
     report = build(cer_rows("tess", "scans", [0.1 + night / 100] * 23))
     append_run(db, report, label=f"{{who}}-{{night}}")
@@ -249,8 +253,11 @@ def test_two_processes_appending_to_one_history_lose_no_row(tmp_path):
     db = tmp_path / "shared.duckdb"
     script = APPENDER.format(kit=str(Path(__file__).parent))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(db), who], env=env, stderr=subprocess.PIPE,
-                              text=True) for who in ("east", "west")]
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(db), who, str(go)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for who in ("east", "west")]
+    assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
+    go.touch()
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     runs = list_runs(db)
