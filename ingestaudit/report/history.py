@@ -214,8 +214,11 @@ def check_history(path: Path) -> None:
 
 _PROBES = ("SELECT max(run_id), max(time), max(label), max(corpus_fingerprint), bool_and(accepted) FROM runs",
            "SELECT max(run_id), max(metric), max(headline), max(states) FROM summary",
-           "SELECT max(run_id), max(metric), max(value) FROM measurements")
-"""Queries that read the columns every command reads (a count alone is answered without reading the data)."""
+           "SELECT max(metric), max(value), max(state) FROM measurements WHERE run_id IN "
+           "(SELECT max(run_id) FROM runs UNION SELECT max(run_id) FROM runs WHERE accepted)")
+"""Queries that read the columns the commands read (a count alone is answered without reading the data): every run
+and summary row, and the rows of the last and the accepted run (the baseline; older runs' rows are read only by
+``history --items``)."""
 
 
 def _headline(r: SummaryRow) -> float | None:
@@ -347,7 +350,8 @@ def load_report(path: Path, run_id: int | None = None) -> tuple[Report, RunInfo]
     """A recorded run as a `Report` (summary and measurements included): ``run_id``, else the last accepted run.
 
     Raises:
-        HistoryError: no such run, or no accepted run.
+        HistoryError: no such run, no accepted run, or a run that breaks the report contract or whose summary its
+            rows do not give (`ingestaudit.report.integrity.check_summary`).
     """
     with _connect(path, create=False, read_only=True) as con:
         if run_id is None:
@@ -366,23 +370,28 @@ def load_report(path: Path, run_id: int | None = None) -> tuple[Report, RunInfo]
         meas = con.execute("SELECT item, item_kind, doc_class, pipeline, stage, metric, label, value, numerator, "
                            "denominator, state, detail FROM measurements WHERE run_id = ? ORDER BY rowid",
                            [run_id]).fetchall()
-    raw = json.loads(meta[5])
-    raw["summary"] = [{"pipeline": s[0], "doc_class": s[1], "stage": s[2], "metric": s[3], "label": s[4],
-                       "level": s[5], "n_docs": s[6], "micro": s[7], "macro": s[8], "ci_low": s[9],
-                       "ci_high": s[10], "ci_method": s[11], "states": json.loads(s[12]), "numerator": s[13],
-                       "denominator": s[14], "definition": s[15] or ""} for s in summary]
-    raw["measurements"] = [{"item": m[0], "item_kind": m[1], "doc_class": m[2], "pipeline": m[3], "stage": m[4],
-                            "metric": m[5], "label": m[6], "value": m[7], "numerator": m[8], "denominator": m[9],
-                            "state": m[10], "detail": json.loads(m[11] or "{}")} for m in meas]
-    from ingestaudit.report.integrity import check_summary
-    from ingestaudit.report.schema import ReportError
+    from pydantic import ValidationError
 
-    try:
+    from ingestaudit.report.integrity import check_summary
+    from ingestaudit.report.schema import ReportError, validation_message
+
+    try:  # a value edited in the file (not JSON, a sixth state, a summary its rows do not give) is refused
+        raw = json.loads(meta[5])
+        raw["summary"] = [{"pipeline": s[0], "doc_class": s[1], "stage": s[2], "metric": s[3], "label": s[4],
+                           "level": s[5], "n_docs": s[6], "micro": s[7], "macro": s[8], "ci_low": s[9],
+                           "ci_high": s[10], "ci_method": s[11], "states": json.loads(s[12]), "numerator": s[13],
+                           "denominator": s[14], "definition": s[15] or ""} for s in summary]
+        raw["measurements"] = [{"item": m[0], "item_kind": m[1], "doc_class": m[2], "pipeline": m[3], "stage": m[4],
+                                "metric": m[5], "label": m[6], "value": m[7], "numerator": m[8],
+                                "denominator": m[9], "state": m[10], "detail": json.loads(m[11] or "{}")}
+                               for m in meas]
         report = Report.model_validate(raw)
-        check_summary(report, Path(f"{path} run {run_id}"))  # rows edited in the file are not gated against
+        check_summary(report, Path(f"{path} run {run_id}"))
     except ReportError as exc:
         raise HistoryError(str(exc)) from None
-    except Exception as exc:  # a row the current schema rejects
+    except ValidationError as exc:  # a row the current schema rejects
+        raise HistoryError(f"{path}: run {run_id} does not load as a report ({validation_message(exc)})") from None
+    except Exception as exc:  # not JSON
         raise HistoryError(f"{path}: run {run_id} does not load as a report ({exc})") from None
     return report, RunInfo(int(meta[0]), meta[1], meta[2], meta[3] or "", bool(meta[4]))
 

@@ -367,14 +367,14 @@ class ReportError(Exception):
     """A report file could not be read or does not follow the contract; the message names the file and field."""
 
 
-def _most_specific(errors: list[Any]) -> Any:
-    """The validation error to name: the deepest (a bad state in row 7 rather than "not a StoreRef", the other
-    branch of ``measurements``), its location without the union's branch name."""
-    first = max(errors, key=lambda e: len(e["loc"]))
+def validation_message(exc: ValidationError) -> str:
+    """``field.path: message`` of the validation error to name: the deepest (a bad state in row 7 rather than "not
+    a StoreRef", the other branch of ``measurements``), its location without the union's branch name."""
+    first = max(exc.errors(), key=lambda e: len(e["loc"]))
     loc = first["loc"]
     if len(loc) > 2 and loc[0] == "measurements":  # ("measurements", "list[MeasurementRow]", 7, "state")
-        first = {**first, "loc": (loc[0], *loc[2:])}
-    return first
+        loc = (loc[0], *loc[2:])
+    return f"{'.'.join(map(str, loc))}: {first['msg']}"
 
 
 def read_report(path: Path) -> Report:
@@ -411,8 +411,7 @@ def read_report(path: Path) -> Report:
     try:
         report = Report.model_validate(raw)
     except ValidationError as exc:
-        first = _most_specific(exc.errors())
-        raise ReportError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise ReportError(f"{path}: {validation_message(exc)}") from None
     if isinstance(report.measurements, StoreRef):
         name = report.measurements.file
         if not name or "/" in name or "\\" in name or name in (".", ".."):
