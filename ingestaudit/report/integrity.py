@@ -7,7 +7,8 @@ the five states, counts >= 0, no NaN or infinity), its measurement store against
   `ingestaudit.store.COLUMNS` (pyarrow), with as many rows as ``measurements.rows`` says, and rows that follow the
   contract (every key column set, a state among the five, an ``ok`` row with a value, values finite, denominators
   >= 0, ``detail`` a JSON object): a DuckDB scan naming the first bad row;
-* the summary against the rows (`check_summary`): each document-level summary row's state counts, ``n_docs``,
+* the summary against the rows (`check_summary`): every summary value within its metric's declared range
+  (`ingestaudit.metrics.specs`), and each document-level summary row's state counts, ``n_docs``,
   ``numerator``, ``denominator``, ``micro`` and ``macro`` are those of its rows (`ingestaudit.report.aggregate`:
   ``n_docs`` the ok rows, ``micro = Σ numerator / Σ denominator``, ``macro`` their mean, to a relative 1e-9), and
   every pipeline x class x metric x label the rows hold has a summary row. So a store emptied under a matching SHA,
@@ -22,7 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ingestaudit.report.schema import ALL_CLASSES, STATES, Report, ReportError, StoreRef, read_report
+from ingestaudit.report.schema import ALL_CLASSES, STATES, Report, ReportError, StoreRef, SummaryRow, read_report
 
 REL_TOL = 1e-9
 """Relative tolerance between a summary's number and the one recomputed from its rows (summation order differs)."""
@@ -165,9 +166,9 @@ def check_summary(report: Report, path: Path) -> None:
     for i, row in enumerate(report.summary):
         key = (row.pipeline, row.doc_class, row.metric, row.label)
         summarised.add(key)
-        if row.level != "document":
-            continue
-        problem = _disagreement(row, groups.get(key, {}))
+        problem = _out_of_range(row)
+        if not problem and row.level == "document":
+            problem = _disagreement(row, groups.get(key, {}))
         if problem:
             name = row.metric + (f"[{row.label}]" if row.label else "")
             raise ReportError(f"{path}: summary[{i}] ({row.pipeline} · {row.doc_class} · {name}): {problem} in "
@@ -179,11 +180,30 @@ def check_summary(report: Report, path: Path) -> None:
                           f"(first: {p} · {c} · {m}{f'[{lab}]' if lab else ''})")
 
 
+def _out_of_range(row: SummaryRow) -> str:
+    """Why a summary row's values leave its metric's declared range (`ingestaudit.metrics.specs`: an F1 of 7);
+    "" when they do not, or the registry does not know the metric."""
+    from ingestaudit.metrics import specs
+
+    try:
+        spec = specs.get(row.metric)
+    except KeyError:
+        return ""
+    low = -math.inf if spec.low is None else spec.low - 1e-9
+    high = math.inf if spec.high is None else spec.high + 1e-9
+    for name in ("micro", "macro", "ci_low", "ci_high"):
+        value = getattr(row, name)
+        if value is not None and not low <= value <= high:
+            top = "inf" if spec.high is None else f"{spec.high:g}"
+            return f"{name} {value:.12g} is outside {row.metric}'s range [{spec.low:g}, {top}]"
+    return ""
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
 
 
-def _disagreement(row: Any, by_state: dict[str, tuple]) -> str:
+def _disagreement(row: SummaryRow, by_state: dict[str, tuple]) -> str:
     """Why a document-level summary row does not describe its rows' counts (``by_state``: state -> (rows, rows
     with a numerator, rows with a denominator, Σ value, Σ numerator, Σ denominator)); "" when it does."""
     counts = {s: by_state.get(s, (0,))[0] for s in STATES}

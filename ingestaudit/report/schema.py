@@ -14,7 +14,7 @@ from typing import Any
 from typing import Annotated, Literal
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, PrivateAttr, ValidationError,
-                      model_validator)
+                      field_validator, model_validator)
 
 from ingestaudit.measurement import State
 
@@ -228,7 +228,7 @@ class Report(_Model):
     schema_version: str = SCHEMA_VERSION
     tool: ToolInfo
     corpus: CorpusInfo
-    config: dict[str, Any]
+    config: dict[str, dict[str, Any]]  # the run's effective config: one table per section ([run], [report]...)
     environment: dict[str, Any]
     pipelines: list[PipelineInfo]
     measurements: StoreRef | list[MeasurementRow]
@@ -244,6 +244,22 @@ class Report(_Model):
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
     _store_path: Path | None = PrivateAttr(default=None)  # where `measurements` (a StoreRef) is on disk
     _store_owned: bool = PrivateAttr(default=False)  # the store is the run's private file (it may be moved)
+
+    @field_validator("config")
+    @classmethod
+    def _interval_settings(cls, config: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The ``[report]`` settings the gate reuses (bootstrap resamples, confidence) within the bounds a config
+        may set (`ingestaudit.config.ReportConfig`): a report.json asking for 10^9 resamples is refused, not run."""
+        from ingestaudit.config import ReportConfig
+
+        settings = config.get("report", {})
+        used = {k: settings[k] for k in ReportConfig.model_fields if k in settings}
+        try:
+            ReportConfig.model_validate(used)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"report.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        return config
 
     def model_post_init(self, __context: Any) -> None:
         """Give every summary row without one its definition fingerprint (rows of older reports, rows built by

@@ -484,3 +484,30 @@ def test_a_fifo_given_as_a_report_or_a_history_is_refused_without_blocking(tmp_p
         result = cli(*args)  # opening the FIFO would wait for a writer for ever
         assert result.exit_code == 2, (args, result.output)
         assert message in flat(result), (args, result.output)
+
+
+def test_a_summary_value_outside_its_metric_range_is_exit_2(tmp_path):
+    bad = stored_report(tmp_path / "ari", n=5)
+    raw = json.loads(bad.read_text())
+    corpus_row = {**raw["summary"][0], "stage": "dedup", "metric": "dedup.ari", "level": "corpus", "micro": 3.0,
+                  "macro": None, "numerator": None, "denominator": None, "n_docs": 13,
+                  "states": {"ok": 13, "no_reference": 0, "no_prediction": 0, "error": 0, "skipped": 0}}
+    raw["summary"].append(corpus_row)  # an adjusted Rand index is at most 1
+    bad.write_text(json.dumps(raw))
+    assert_refused(gated_both_ways(tmp_path, bad),
+                   f"{bad}: summary[3] (tess · memos · dedup.ari): micro 3 is outside dedup.ari's range [-1, 1]")
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ({"run": 5}, "config.run: Input should be a valid dictionary"),
+    ({"report": {"bootstrap_resamples": 10**9, "confidence": 0.95}},
+     "config: Value error, report.bootstrap_resamples: Input should be less than or equal to 100000"),
+    ({"report": {"bootstrap_resamples": 1000, "confidence": 1.5}},
+     "config: Value error, report.confidence: Input should be less than 1"),
+])
+def test_a_report_config_the_renderers_or_the_gate_cannot_use_is_exit_2(tmp_path, config, fragment):
+    bad = stored_report(tmp_path / "config", n=4)
+    raw = json.loads(bad.read_text())
+    raw["config"].update(config)  # 10^9 bootstrap resamples would keep compare busy for hours
+    bad.write_text(json.dumps(raw))
+    assert_refused(gated_both_ways(tmp_path, bad), f"{bad}: {fragment}")
