@@ -2,7 +2,9 @@
 
 Exit codes: 0 ran (and every gate held); 1 a gate failed; 2 usage or corpus error (nothing audited), or an output
 that cannot be written (the previous report unchanged); 3 the run finished but some documents failed (only with
-``--strict``); 130 interrupted (SIGINT), 143 terminated (SIGTERM): nothing written. Payload goes to stdout, progress
+``--strict``); 4 the run finished and its report was written, but it could not be recorded in ``--history``
+(locked past `ingestaudit.report.history.LOCK_WAIT_S`, or damaged since the check before the audit; 1 and 3 take
+precedence); 130 interrupted (SIGINT), 143 terminated (SIGTERM): nothing written. Payload goes to stdout, progress
 to stderr; every name from the corpus is printed with its control characters made visible
 (`ingestaudit.report.escape`).
 """
@@ -32,7 +34,7 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
                                                 help="Print the version and exit.")] = False) -> None:
     """Audit the ingestion half of a RAG system against human labels."""
 
-EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES, EXIT_NOT_RECORDED = 0, 1, 2, 3, 4
 
 
 class UsageError(Exception):
@@ -164,7 +166,9 @@ def run(
                                                         help="METRIC=X: the gate's budget for METRIC, absolute "
                                                              "(0.02) or relative (5%); repeatable.")] = None,
     history: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_HISTORY",
-                                                    help="Append this run's summary to a DuckDB history file.")] = None,
+                                                    help="Append this run's summary to a DuckDB history file (exit 4 "
+                                                         "when it cannot be recorded after the audit; the report "
+                                                         "is kept).")] = None,
     label: Annotated[str, typer.Option(envvar="INGESTAUDIT_LABEL",
                                        help="Label of this run in the history (e.g. a commit).")] = "",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", envvar="INGESTAUDIT_VERBOSE",
@@ -436,7 +440,7 @@ def _read_baseline(spec: str, flag: str, first_night: bool = False):
     """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``. With
     ``first_night`` a history file that does not exist yet or holds no run gives ``(None, "")``."""
     from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, is_empty, load_report
-    from ingestaudit.report.schema import ReportError, read_report
+    from ingestaudit.report.schema import ReportError
 
     if spec.startswith(HISTORY_PREFIX):
         path = Path(spec[len(HISTORY_PREFIX):])
@@ -448,11 +452,9 @@ def _read_baseline(spec: str, flag: str, first_night: bool = False):
             _fail(f"{flag}: {exc}")
         return rep, f"{path} run {info.run_id}" + (f" ({info.label})" if info.label else "")
     try:
-        from ingestaudit.report.rows import store_file
+        from ingestaudit.report.integrity import read_checked_report
 
-        rep = read_report(Path(spec))
-        store_file(rep)  # its measurement store beside it, checked against its SHA-256
-        return rep, spec
+        return read_checked_report(Path(spec)), spec  # its store and summary checked too
     except ReportError as exc:
         _fail(str(exc))
 
@@ -518,11 +520,12 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
             code = EXIT_GATE
     if code == EXIT_OK and strict and report.failures:
         code = EXIT_FAILURES
-    if history_error:  # exit 2, but a gate that failed too is said, not hidden behind it
-        gate = "; the gate also FAILED (exit 1 without this error)" if code == EXIT_GATE else ""
-        console.print(terminal_text(f"error: {history_error}; the run was not recorded{gate}"), style="red",
+    if history_error:  # the report is kept: exit 4, unless a failed gate or --strict failures say more (1, 3)
+        kept = f"the run was not recorded in the history; its report in {out} was written"
+        also = {EXIT_GATE: "; the gate FAILED: exit 1", EXIT_FAILURES: "; documents failed (--strict): exit 3"}
+        console.print(terminal_text(f"error: {history_error}; {kept}{also.get(code, '')}"), style="red",
                       highlight=False, markup=False)
-        code = EXIT_USAGE
+        code = code or EXIT_NOT_RECORDED
     return code
 
 
@@ -542,13 +545,12 @@ def report(
     from ingestaudit.io import OutputError, check_output_file, describe, folder_ids, write_atomic
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
-    from ingestaudit.report.schema import ReportError, read_report
+    from ingestaudit.report.schema import ReportError
 
     try:
-        from ingestaudit.report.rows import store_file
+        from ingestaudit.report.integrity import read_checked_report
 
-        rep = read_report(report_json)
-        store_file(rep)  # its measurement store beside it, checked against its SHA-256
+        rep = read_checked_report(report_json)  # its store and summary checked too
     except ReportError as exc:
         _fail(str(exc))
     timings = report_json.parent / "timings.json"
@@ -611,14 +613,13 @@ def compare(
 
     from ingestaudit.report.compare import GateError, compare_reports, render_comparison, resolve_budgets
     from ingestaudit.report.render import terminal_width
-    from ingestaudit.report.schema import ReportError, read_report
+    from ingestaudit.report.schema import ReportError
 
     base_report, base_label = _read_baseline(base, "BASE")
     try:
-        from ingestaudit.report.rows import store_file
+        from ingestaudit.report.integrity import read_checked_report
 
-        head_report = read_report(head)
-        store_file(head_report)  # its measurement store beside it, checked against its SHA-256
+        head_report = read_checked_report(head)  # its store and summary checked too
     except ReportError as exc:
         _fail(str(exc))
     gate = head_report.config.get("gate") if isinstance(head_report.config.get("gate"), dict) else {}

@@ -39,7 +39,9 @@ turn when a sort runs out of memory (large details need larger sort blocks); the
 SORT_KEYS = ("k_kind", "k_item", "k_pipe", "stage", "metric", "label", "src", "seq")
 
 
-def _schema() -> Any:
+def store_schema() -> Any:
+    """The store's pyarrow schema: `COLUMNS`, text columns ``string``, ``value``, ``numerator`` and ``denominator``
+    ``double`` (readers check a store against it: `ingestaudit.report.integrity.check_store`)."""
     import pyarrow as pa
 
     text = pa.string()
@@ -51,7 +53,7 @@ def _schema() -> Any:
 def _spill_schema() -> Any:
     import pyarrow as pa
 
-    return _schema().append(pa.field("k_pipe", pa.int32())).append(pa.field("src", pa.int32())).append(
+    return store_schema().append(pa.field("k_pipe", pa.int32())).append(pa.field("src", pa.int32())).append(
         pa.field("seq", pa.int64()))
 
 
@@ -77,7 +79,7 @@ def _record(row: Any) -> dict[str, Any]:
 def _writer(path: Path) -> Any:
     import pyarrow.parquet as pq
 
-    return pq.ParquetWriter(path, _schema(), compression="zstd", version="2.6", write_statistics=True,
+    return pq.ParquetWriter(path, store_schema(), compression="zstd", version="2.6", write_statistics=True,
                             store_schema=False)
 
 
@@ -91,7 +93,7 @@ def write_measurements(rows: Iterable[Any], path: Path, *, row_group: int = ROW_
     """
     import pyarrow as pa
 
-    schema = _schema()
+    schema = store_schema()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with _writer(tmp) as writer:
@@ -226,13 +228,14 @@ class StoreWriter:
 def _sorted_groups(spill: Path, work_dir: Path, row_group: int, memory: str) -> Iterator[Any]:
     """The spill file's rows in canonical order, as tables of exactly ``row_group`` rows (the last one shorter),
     each one contiguous chunk, typed as the store's schema."""
-    import duckdb
     import pyarrow as pa
 
-    schema = _schema()
+    from ingestaudit.db import connect
+
+    schema = store_schema()
     tmp = work_dir / "duckdb-tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
         con.execute(f"SET memory_limit='{memory}'")
         con.execute("SET threads=1")

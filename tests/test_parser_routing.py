@@ -238,6 +238,13 @@ def test_a_store_written_before_the_parser_column_reads_with_an_empty_parser(tmp
     batches = list(iter_batches(tmp_path / "old.parquet", ["parser", "item"], {"parser": [""]}))
     assert [b.to_pylist() for b in batches] == [[{"parser": "", "item": "c/a"}, {"parser": "", "item": "c/b"}]]
     assert [m["parser"] for m in read_measurements(tmp_path / "old.parquet")] == ["", ""]
+    from ingestaudit.report.integrity import check_store
+    from ingestaudit.report.schema import ReportError
+
+    check_store(tmp_path / "old.parquet", 2)  # the integrity check reads it too (the column it lacks is a later one)
+    with pytest.raises(ReportError, match="no column 'detail'"):  # any other missing column is refused
+        pq.write_table(pa.Table.from_pylist([row], schema=schema).drop(["detail"]), tmp_path / "bad.parquet")
+        check_store(tmp_path / "bad.parquet", 1)
 
 
 def test_stages_and_parsers_list_the_extensions_each_parser_reads():

@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingestaudit.auditors import metric_catalog as specs
+from ingestaudit.report.rows import row_count
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
 from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
                                       orientation_of, pairs_of, resamples_for_family, row_seed, underpowered)
@@ -417,10 +418,14 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
         maps: ``--map OLD=NEW`` flags.
 
     Raises:
-        GateError: bad ``maps`` or no pipeline in common.
+        GateError: bad ``maps``, no pipeline in common, or a baseline with nothing measured for them (an empty
+            store is nothing to pass against).
     """
     budgets = budgets or {}
     pairs_of_pipelines = pipeline_pairs(base, head, maps)
+    if not any(r.pipeline == pb for r in base.summary for pb, _ in pairs_of_pipelines):
+        raise GateError(f"{base_label}: nothing to gate against: the baseline has no summary row for "
+                        f"{', '.join(pb for pb, _ in pairs_of_pipelines)} (and {row_count(base)} measurement rows)")
     b_index, h_index = _index(base), _index(head)
     h_summary = {(r.pipeline, r.doc_class, r.metric, r.label): r for r in head.summary}
     run_cfg = head.config.get("run") if isinstance(head.config.get("run"), dict) else {}

@@ -26,6 +26,7 @@ DuckDB reads it as it is, e.g. ``duckdb.sql("SELECT item, value FROM 'out/measur
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,13 +56,25 @@ _DDL = (
 
 
 class HistoryError(Exception):
-    """The history file cannot be used (not a DuckDB file, another schema, locked by another process, no such
-    run); the message names the file."""
+    """The history file cannot be used (not a DuckDB file, damaged, another schema, locked by another process, no
+    such run); the message names the file."""
 
 
 class EmptyHistory(HistoryError):
     """An empty DuckDB file: no run recorded yet."""
 
+
+class HistoryLocked(HistoryError):
+    """Another process held the history's lock for longer than `LOCK_WAIT_S`."""
+
+
+LOCK_WAIT_S = 10.0
+"""How long opening a history waits for another process's lock (two jobs appending at once hold it a moment
+each), retrying with a pause growing from 0.05 to 0.5 s, before it gives up with `HistoryLocked`."""
+
+_LOCKED = "Could not set lock on file"  # DuckDB's message when another process holds the file
+_DUCKDB_MAGIC = (8, b"DUCK")  # every DuckDB database file has these bytes at this offset
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -82,25 +95,79 @@ def _narrow(where: list[str], args: list[Any], **equal: str | None) -> None:
             args.append(value)
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _sniff(path: Path) -> None:
+    """Refuse, before DuckDB opens it, what is not a regular file or not a DuckDB database (a SQLite file would
+    make DuckDB reach for its SQLite extension). An empty file is left to DuckDB, which refuses it without writing
+    (`_open` says so), since it may be a history another process is creating this instant."""
+    import stat
+
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise HistoryError(f"{path}: is a folder, not a history file")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device (through a link too): never opened
+        raise HistoryError(f"{path}: not a regular file, so not a history file")
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    offset, magic = _DUCKDB_MAGIC
+    if not head or head[offset:offset + len(magic)] == magic:
+        return
+    what = "a SQLite database" if head.startswith(_SQLITE_MAGIC) else "no DuckDB header"
+    raise HistoryError(f"{path}: not a DuckDB history file ({what}); nothing was changed")
+
+
+def _open(path: Path, read_only: bool) -> Any:
+    """A connection (`ingestaudit.db.connect`: offline), retried while another process holds the lock."""
+    import duckdb
+
+    from ingestaudit.db import connect
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    pause = 0.05
+    while True:
+        try:
+            return connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            if _LOCKED not in str(exc):
+                empty = path.exists() and path.stat().st_size == 0
+                what = "an empty file; remove it and the next run starts the history" if empty else _first_line(exc)
+                raise HistoryError(f"{path}: not a {'' if empty else 'readable '}DuckDB history file ({what}); "
+                                   "nothing was changed") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HistoryLocked(f"{path}: locked by another process ({_first_line(exc)}); waited "
+                                    f"{LOCK_WAIT_S:g} s; try again when it finishes") from None
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.5)
+
+
 @contextmanager
 def _connect(path: Path, *, create: bool, read_only: bool = False) -> Iterator[Any]:
+    """An open history (its schema checked, created when ``create`` and new); every DuckDB error while it is used
+    (a damaged block read by a query) is a `HistoryError` naming the file."""
     import duckdb
 
     if not path.exists() and not create:
         raise HistoryError(f"{path}: no such history file")
-    if path.exists() and path.is_dir():
-        raise HistoryError(f"{path}: is a folder, not a history file")
-    try:
-        con = duckdb.connect(str(path), read_only=read_only and path.exists())
-    except duckdb.Error as exc:
-        msg = str(exc)
-        if "lock" in msg.lower():
-            raise HistoryError(f"{path}: locked by another process ({msg.splitlines()[0]}); try again when it "
-                               "finishes") from None
-        raise HistoryError(f"{path}: not a DuckDB history file ({msg.splitlines()[0]})") from None
+    if path.exists():
+        _sniff(path)
+    con = _open(path, read_only=read_only and path.exists())
     try:
         _check_schema(con, path, create=create and not read_only)
         yield con
+    except duckdb.Error as exc:  # reading a damaged block, or a table this ingestaudit does not expect
+        damaged = isinstance(exc, duckdb.IOException) or "Corrupt" in str(exc)
+        raise HistoryError(f"{path}: {'a damaged DuckDB history file' if damaged else 'cannot be used as a history'}"
+                           f" ({_first_line(exc)})") from None
     finally:
         con.close()
 
@@ -126,7 +193,9 @@ def _check_schema(con: Any, path: Path, *, create: bool) -> None:
 
 
 def check_history(path: Path) -> None:
-    """Open (creating when absent) and validate a history file before a run spends time on the audit.
+    """Check a history file before a run spends time on the audit: a new path in an existing folder, or a readable
+    ingestaudit history, opened read-only (nothing is written) and its tables' key columns read through, which
+    finds most damage (a truncated file) before the audit rather than after it.
 
     Raises:
         HistoryError: see the class.
@@ -135,8 +204,21 @@ def check_history(path: Path) -> None:
         if not path.parent.is_dir():
             raise HistoryError(f"{path}: the folder {path.parent} does not exist")
         return
-    with _connect(path, create=True):
+    try:
+        with _connect(path, create=False, read_only=True) as con:
+            for probe in _PROBES:
+                con.execute(probe).fetchall()
+    except EmptyHistory:  # a DuckDB file without tables: the run creates them
         pass
+
+
+_PROBES = ("SELECT max(run_id), max(time), max(label), max(corpus_fingerprint), bool_and(accepted) FROM runs",
+           "SELECT max(run_id), max(metric), max(headline), max(states) FROM summary",
+           "SELECT max(metric), max(value), max(state) FROM measurements WHERE run_id IN "
+           "(SELECT max(run_id) FROM runs UNION SELECT max(run_id) FROM runs WHERE accepted)")
+"""Queries that read the columns the commands read (a count alone is answered without reading the data): every run
+and summary row, and the rows of the last and the accepted run (the baseline; older runs' rows are read only by
+``history --items``)."""
 
 
 def _headline(r: SummaryRow) -> float | None:
@@ -268,7 +350,8 @@ def load_report(path: Path, run_id: int | None = None) -> tuple[Report, RunInfo]
     """A recorded run as a `Report` (summary and measurements included): ``run_id``, else the last accepted run.
 
     Raises:
-        HistoryError: no such run, or no accepted run.
+        HistoryError: no such run, no accepted run, or a run that breaks the report contract or whose summary its
+            rows do not give (`ingestaudit.report.integrity.check_summary`).
     """
     with _connect(path, create=False, read_only=True) as con:
         if run_id is None:
@@ -287,17 +370,28 @@ def load_report(path: Path, run_id: int | None = None) -> tuple[Report, RunInfo]
         meas = con.execute("SELECT item, item_kind, doc_class, pipeline, stage, metric, label, value, numerator, "
                            "denominator, state, detail FROM measurements WHERE run_id = ? ORDER BY rowid",
                            [run_id]).fetchall()
-    raw = json.loads(meta[5])
-    raw["summary"] = [{"pipeline": s[0], "doc_class": s[1], "stage": s[2], "metric": s[3], "label": s[4],
-                       "level": s[5], "n_docs": s[6], "micro": s[7], "macro": s[8], "ci_low": s[9],
-                       "ci_high": s[10], "ci_method": s[11], "states": json.loads(s[12]), "numerator": s[13],
-                       "denominator": s[14], "definition": s[15] or ""} for s in summary]
-    raw["measurements"] = [{"item": m[0], "item_kind": m[1], "doc_class": m[2], "pipeline": m[3], "stage": m[4],
-                            "metric": m[5], "label": m[6], "value": m[7], "numerator": m[8], "denominator": m[9],
-                            "state": m[10], "detail": json.loads(m[11] or "{}")} for m in meas]
-    try:
+    from pydantic import ValidationError
+
+    from ingestaudit.report.integrity import check_summary
+    from ingestaudit.report.schema import ReportError, validation_message
+
+    try:  # a value edited in the file (not JSON, a sixth state, a summary its rows do not give) is refused
+        raw = json.loads(meta[5])
+        raw["summary"] = [{"pipeline": s[0], "doc_class": s[1], "stage": s[2], "metric": s[3], "label": s[4],
+                           "level": s[5], "n_docs": s[6], "micro": s[7], "macro": s[8], "ci_low": s[9],
+                           "ci_high": s[10], "ci_method": s[11], "states": json.loads(s[12]), "numerator": s[13],
+                           "denominator": s[14], "definition": s[15] or ""} for s in summary]
+        raw["measurements"] = [{"item": m[0], "item_kind": m[1], "doc_class": m[2], "pipeline": m[3], "stage": m[4],
+                                "metric": m[5], "label": m[6], "value": m[7], "numerator": m[8],
+                                "denominator": m[9], "state": m[10], "detail": json.loads(m[11] or "{}")}
+                               for m in meas]
         report = Report.model_validate(raw)
-    except Exception as exc:  # a row the current schema rejects
+        check_summary(report, Path(f"{path} run {run_id}"))
+    except ReportError as exc:
+        raise HistoryError(str(exc)) from None
+    except ValidationError as exc:  # a row the current schema rejects
+        raise HistoryError(f"{path}: run {run_id} does not load as a report ({validation_message(exc)})") from None
+    except Exception as exc:  # not JSON
         raise HistoryError(f"{path}: run {run_id} does not load as a report ({exc})") from None
     return report, RunInfo(int(meta[0]), meta[1], meta[2], meta[3] or "", bool(meta[4]))
 

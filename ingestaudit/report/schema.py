@@ -11,7 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from typing import Annotated, Literal
+
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, PrivateAttr, ValidationError,
+                      field_validator, model_validator)
+
+from ingestaudit.measurement import State
 
 SCHEMA_VERSION = "2.2"  # 2.2: pipelines[].routes and the store's parser column (parser routing)
 READABLE_MAJORS = ("1", "2")  # version-1 reports are read and migrated (parser -> pipeline, doc_id -> item)
@@ -26,8 +31,24 @@ ITEM_HASH_DIGITS = 16
 with its old self with probability 2^-64; 50,000 items take about 2 MB of report.json instead of 4.4 MB)."""
 
 
+STATES = tuple(s.value for s in State)
+"""The five states a row (and a summary's state counts) may name: ok, no_reference, no_prediction, error, skipped."""
+
+
+def _known_state(value: str) -> str:
+    if value not in STATES:
+        raise ValueError(f"state {value!r} is not one of {', '.join(STATES)}")
+    return value
+
+
+StateName = Annotated[str, AfterValidator(_known_state)]
+Count = Annotated[float, Field(ge=0)]
+"""A denominator (characters, words, items...): a finite number >= 0."""
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: a report holds no NaN or infinity (``1e999`` in report.json reads as infinity)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ToolInfo(_Model):
@@ -38,8 +59,8 @@ class ToolInfo(_Model):
 class CorpusInfo(_Model):
     path: str
     fingerprint: str
-    documents: dict[str, int]  # class -> document count
-    questions: int = 0  # labelled questions read from questions.jsonl
+    documents: dict[str, NonNegativeInt]  # class -> document count
+    questions: NonNegativeInt = 0  # labelled questions read from questions.jsonl
     item_hashes: dict[str, str] = {}  # item id -> SHA-256 of its content (document + truth files, or question): the
     # first `ITEM_HASH_DIGITS` hex digits since schema 2.1, all 64 before (readers compare the common prefix)
 
@@ -89,10 +110,16 @@ class MeasurementRow(_Model):
     label: str
     value: float | None
     numerator: float | None
-    denominator: float | None
-    state: str
+    denominator: Count | None
+    state: StateName
     detail: dict[str, Any]
     parser: str = ""
+
+    @model_validator(mode="after")
+    def _ok_has_a_value(self) -> MeasurementRow:
+        if self.state == "ok" and self.value is None:
+            raise ValueError("a row in state ok has no value")
+        return self
 
 
 class SummaryRow(_Model):
@@ -105,16 +132,16 @@ class SummaryRow(_Model):
     stage: str
     metric: str
     label: str
-    n_docs: int  # items (documents or questions) aggregated (state ok)
+    n_docs: NonNegativeInt  # items (documents or questions) aggregated (state ok)
     micro: float | None  # sum(numerator) / sum(denominator) over ok rows
     macro: float | None  # mean of per-document values over ok rows
     ci_low: float | None
     ci_high: float | None
     ci_method: str
-    states: dict[str, int]
-    level: str = "document"
+    states: dict[StateName, NonNegativeInt]
+    level: Literal["document", "corpus"] = "document"
     numerator: float | None = None  # Σ numerator behind micro (None when rows carry no counts)
-    denominator: float | None = None
+    denominator: Count | None = None
     definition: str = ""  # fingerprint of the metric's declaration and its stage's options (`definition_fingerprint`)
 
 
@@ -136,7 +163,7 @@ class PairedTest(_Model):
     label: str
     pipeline_a: str
     pipeline_b: str
-    n_pairs: int
+    n_pairs: NonNegativeInt
     mean_diff: float
     median_diff: float
     statistic: float
@@ -173,7 +200,7 @@ class FailureGroup(_Model):
     message in ``detail.reason``)."""
 
     cause: str
-    count: int
+    count: NonNegativeInt
     stages: list[str]
     pipelines: list[str]
     examples: list[Failure]
@@ -184,7 +211,7 @@ class StoreRef(_Model):
 
     file: str
     sha256: str
-    rows: int
+    rows: NonNegativeInt
 
 
 class ParseWarning(_Model):
@@ -194,7 +221,7 @@ class ParseWarning(_Model):
 
     item: str
     pipeline: str
-    count: int
+    count: NonNegativeInt
     messages: list[str]
 
 
@@ -215,13 +242,13 @@ class Report(_Model):
     schema_version: str = SCHEMA_VERSION
     tool: ToolInfo
     corpus: CorpusInfo
-    config: dict[str, Any]
+    config: dict[str, dict[str, Any]]  # the run's effective config: one table per section ([run], [report]...)
     environment: dict[str, Any]
     pipelines: list[PipelineInfo]
     measurements: StoreRef | list[MeasurementRow]
     summary: list[SummaryRow]
     failures: list[Failure]
-    failures_total: int | None = None
+    failures_total: NonNegativeInt | None = None
     failure_groups: list[FailureGroup] = []
     details: list[StageDetail] = []
     paired_tests: list[PairedTest] = []
@@ -231,6 +258,22 @@ class Report(_Model):
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
     _store_path: Path | None = PrivateAttr(default=None)  # where `measurements` (a StoreRef) is on disk
     _store_owned: bool = PrivateAttr(default=False)  # the store is the run's private file (it may be moved)
+
+    @field_validator("config")
+    @classmethod
+    def _interval_settings(cls, config: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The ``[report]`` settings the gate reuses (bootstrap resamples, confidence) within the bounds a config
+        may set (`ingestaudit.config.ReportConfig`): a report.json asking for 10^9 resamples is refused, not run."""
+        from ingestaudit.config import ReportConfig
+
+        settings = config.get("report", {})
+        used = {k: settings[k] for k in ReportConfig.model_fields if k in settings}
+        try:
+            ReportConfig.model_validate(used)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"report.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        return config
 
     def model_post_init(self, __context: Any) -> None:
         """Give every summary row without one its definition fingerprint (rows of older reports, rows built by
@@ -354,12 +397,32 @@ class ReportError(Exception):
     """A report file could not be read or does not follow the contract; the message names the file and field."""
 
 
+def validation_message(exc: ValidationError) -> str:
+    """``field.path: message`` of the validation error to name: the deepest (a bad state in row 7 rather than "not
+    a StoreRef", the other branch of ``measurements``), its location without the union's branch name."""
+    first = max(exc.errors(), key=lambda e: len(e["loc"]))
+    loc = first["loc"]
+    if len(loc) > 2 and loc[0] == "measurements":  # ("measurements", "list[MeasurementRow]", 7, "state")
+        loc = (loc[0], *loc[2:])
+    return f"{'.'.join(map(str, loc))}: {first['msg']}"
+
+
 def read_report(path: Path) -> Report:
     """Load and validate ``report.json``.
 
     Raises:
-        ReportError: unreadable, not JSON, another schema major version, or fields that break the contract.
+        ReportError: not a regular file (a FIFO would block the read for ever), unreadable, not JSON, another
+            schema major version, or fields that break the contract.
     """
+    import stat
+
+    try:
+        regular = stat.S_ISREG(path.stat().st_mode)  # through links
+    except OSError as exc:
+        raise ReportError(f"{path}: not a readable JSON report ({exc.strerror or exc})") from None
+    if not regular:
+        raise ReportError(f"{path}: not a regular file, so not a report.json (a folder, FIFO or device)")
+
     def no_constants(name: str) -> float:
         raise ValueError(f"{name} is not a number a report may hold")
 
@@ -378,8 +441,7 @@ def read_report(path: Path) -> Report:
     try:
         report = Report.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ReportError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise ReportError(f"{path}: {validation_message(exc)}") from None
     if isinstance(report.measurements, StoreRef):
         name = report.measurements.file
         if not name or "/" in name or "\\" in name or name in (".", ".."):

@@ -95,7 +95,8 @@ def test_a_file_of_another_schema_is_refused_and_left_alone(tmp_path):
     assert result.exit_code == 2 and "history schema 'ingestaudit-history-0'" in result.output.replace("\n", " ")
 
 
-def test_a_history_locked_by_another_process_is_exit_2(tmp_path):
+def test_a_history_locked_by_another_process_is_exit_2(tmp_path, monkeypatch):
+    monkeypatch.setattr("ingestaudit.report.history.LOCK_WAIT_S", 0.3)  # the lock is retried that long
     db = tmp_path / "h.duckdb"
     append_run(db, nightly(0.1))
     holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "

@@ -178,8 +178,10 @@ def test_run_baseline_exits_1_on_a_regression_and_a_history_lock_does_not_hide_i
     from ingestaudit.report.history import list_runs
 
     assert [r.label for r in list_runs(db)] == ["n1"]  # a failed gate is still recorded
-    # the history is locked by another process after the pre-audit check: exit 2, and the failed gate is said
+    # the history is locked by another process after the pre-audit check: the report is kept, the failed gate
+    # decides the exit code (1, not 4) and the lost history is said
     monkeypatch.setattr("ingestaudit.report.history.check_history", lambda path: None)
+    monkeypatch.setattr("ingestaudit.report.history.LOCK_WAIT_S", 0.3)
     holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
                                "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
@@ -189,10 +191,12 @@ def test_run_baseline_exits_1_on_a_regression_and_a_history_lock_does_not_hide_i
     finally:
         holder.kill()
         holder.wait()
-    assert locked.exit_code == 2, locked.output
+    assert locked.exit_code == 1, locked.output
     assert "gate FAILED: 2 regressions" in locked.stdout  # the verdict is printed
     assert ("locked by another process" in locked.output
-            and "the run was not recorded; the gate also FAILED (exit 1 without this error)" in locked.output)
+            and (f"the run was not recorded in the history; its report in {tmp_path / 'out2'} was written; the gate "
+                 "FAILED: exit 1") in " ".join(locked.output.split()))
+    assert (tmp_path / "out2" / "report.json").is_file()
     assert [r.label for r in list_runs(db)] == ["n1"]
 
 
