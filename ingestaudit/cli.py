@@ -9,6 +9,7 @@ to stderr; every name from the corpus is printed with its control characters mad
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
@@ -192,7 +193,8 @@ def run(
 
     try:
         found = discover(corpus)
-        cfg_path = config if config is not None else (corpus / CONFIG_NAME if (corpus / CONFIG_NAME).is_file() else None)
+        own = corpus / CONFIG_NAME  # a FIFO or a device is read (and refused), never ignored (issue 30)
+        cfg_path = config if config is not None else (own if os.path.lexists(own) else None)
         cfg = load_config(cfg_path, trusted=config is not None)  # a corpus's own toml is untrusted
     except (CorpusError, ConfigError) as exc:
         _fail(str(exc))
@@ -292,7 +294,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     from ingestaudit.config import Limits
 
     limits = Limits()  # the size limits (issue 15): the corpus's own [limits] may lower them
-    if (corpus / CONFIG_NAME).is_file():
+    if os.path.lexists(corpus / CONFIG_NAME):  # a FIFO or a device is a problem, never ignored (issue 30)
         try:
             cfg = load_config(corpus / CONFIG_NAME, trusted=False)  # module paths are a problem (issue 15)
         except ConfigError as exc:
@@ -341,7 +343,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         from ingestaudit.questions import load_questions, unknown_filter_fields
 
         try:
-            qset = load_questions(found.questions, found.questions.name, truths, limits)
+            qset = load_questions(found.questions, found.questions.name, truths, limits,
+                                  {d.doc_id: d for d in found.documents})
             n_questions = len(qset.questions)
             problems += [str(p) for p in qset.problems]
             warnings += [f"{p}; a question is an error for every pipeline none of whose chunks carry it"

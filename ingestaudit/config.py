@@ -38,6 +38,9 @@ Example::
     tables = 500                            # tables of one document (reference, and predicted: tables auditor)
     questions_bytes = 33554432              # questions.jsonl
     question_line_chars = 1048576           # one line of questions.jsonl, in code points
+    output_bytes = 268435456                # one per-document output file of --outputs
+    results_bytes = 536870912               # retrieval.jsonl, ann_results.jsonl, vector_ids.json of --outputs
+    vectors_bytes = 8589934592              # vectors.npy of --outputs
 
 A corpus's own ``ingestaudit.toml`` is untrusted input (issue 15): `untrusted_fields` lists what only the user may
 set there (module paths, folders written to, model folders, a scheduler, limits above their defaults).
@@ -56,6 +59,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from ingestaudit.schema_keys import PAGES, unknown_key
 
 CONFIG_NAME = "ingestaudit.toml"
+CONFIG_BYTES = 1 << 20
+"""Largest configuration file read, in bytes (a fixed limit: a file cannot set the limit it is read under)."""
 
 
 class ConfigError(Exception):
@@ -96,7 +101,11 @@ class RunConfig(_Strict):
 class Limits(_Strict):
     """The ``[limits]`` table: input size limits, enforced for every item (issue 15).
 
-    Sizes are checked with ``stat`` before a file is read. A document any of whose files is over a limit is not
+    Sizes are checked with ``stat`` before a file is read; a file from outside the corpus (outputs; and, under fixed
+    limits since no configuration is read before them, a report and its store read back and a configuration file:
+    `ingestaudit.report.schema.REPORT_BYTES`, `ingestaudit.report.schema.STORE_BYTES`, `CONFIG_BYTES`) is read
+    through `ingestaudit.io.read_input_bytes`, which also refuses what is not a regular file (a FIFO, a device, a
+    folder), through links too, naming it. A document any of whose files is over a limit is not
     audited: each of its rows is ``skipped`` with a reason naming the file, the limit (``limits.<name>``) and the
     value, and the run lists it once among its failures (stage ``limits``); `ingestaudit validate` reports it as a
     problem. A questions.jsonl line over a limit is a problem of that line (the question is left out), and a
@@ -117,6 +126,14 @@ class Limits(_Strict):
     questions_bytes: StrictInt = Field(default=32 << 20, ge=1, description="bytes of questions.jsonl")
     question_line_chars: StrictInt = Field(default=1 << 20, ge=1, description="code points of one questions.jsonl "
                                            "line")
+    output_bytes: StrictInt = Field(default=256 << 20, ge=1, description="bytes of one per-document output file of "
+                                    "--outputs (.json, .txt, .md, PAGE/ALTO XML): over it, that document's parse is "
+                                    "an error")
+    results_bytes: StrictInt = Field(default=512 << 20, ge=1, description="bytes of an outputs folder's "
+                                     "retrieval.jsonl, ann_results.jsonl or vector_ids.json: over it, the stage's "
+                                     "rows of that pipeline are errors")
+    vectors_bytes: StrictInt = Field(default=8 << 30, ge=1, description="bytes of an outputs folder's vectors.npy "
+                                     "(read into memory): over it, that pipeline's index rows are errors")
 
 
 class ReportConfig(_Strict):
@@ -157,10 +174,12 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
     """
     if path is None:
         return Config()
+    from ingestaudit.io import InputFileError, read_input_text
+
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: unreadable ({exc.strerror})") from None
+        raw = tomllib.loads(read_input_text(path, max_bytes=CONFIG_BYTES, limit="CONFIG_BYTES"))
+    except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named, never ignored
+        raise ConfigError(str(exc)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     try:
