@@ -276,6 +276,28 @@ def test_point1_run_names_the_users_retrieval_file_as_the_retriever_and_errors_o
     assert [f["message"] for f in report["failures"] if f["pipeline"] == "pipe"] == [fifo]
 
 
+def test_point1_report_names_the_users_vectors_and_answers_as_the_index(tmp_path):
+    from ingestaudit.config import Config
+    from ingestaudit.report.schema import StageInfo
+    from ingestaudit.runner import _user_sources
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "vectors.npy").write_bytes(b"")
+    pipe = make_pipeline("store", {}, precomputed_root=tmp_path)
+    cfg = Config.model_validate({"run": {"stages": ["index", "retrieval"]}})
+    base = {"embedder": StageInfo(implementation="minilm", version="1", settings={"batch": 8}),
+            "index": StageInfo(implementation="hnsw", version="1", settings={"m": 32})}
+    got = _user_sources(pipe, cfg, base)
+    assert (got["embedder"].settings, got["index"].implementation, got["index"].settings) == (
+        {"batch": 8, "chunk_vectors": "store/vectors.npy"}, "hnsw", {"m": 32, "vectors": "store/vectors.npy"})
+    assert "retriever" not in got
+    os.mkfifo(folder / "ann_results.jsonl")  # named as the source even when unreadable: its rows say why
+    got = _user_sources(pipe, cfg, base)
+    assert (got["index"].implementation, got["index"].settings) == (
+        "precomputed", {"source": "store/ann_results.jsonl", "vectors": "store/vectors.npy"})
+
+
 # --- point 6: questions -----------------------------------------------------------------------------------------------
 
 def _truths(**texts: str) -> dict[str, Truth]:
@@ -298,6 +320,20 @@ def test_point6_json_lines_split_on_newline_only_so_line_numbers_hold(tmp_path):
     got = read_ann_results(ann)
     assert dict(got) == {"k\u2028ey": ["a\u0085b"]}
     assert got.unreadable == [f"{ann} line 2: invalid JSON (Expecting value)"]
+    folder = tmp_path / "svc"
+    folder.mkdir()
+    (folder / "retrieval.jsonl").write_text(
+        json.dumps({"question": "w1", "results": [{"doc": "d/one", "chunk": 0}], "note\u2029": 1},
+                   ensure_ascii=False) + "\n" + json.dumps({"question": "w2", "results": "x\u0085"},
+                                                           ensure_ascii=False) + "\n", encoding="utf-8")
+    pipe = make_pipeline("svc", {"index": {"use": "flat"}}, precomputed_root=tmp_path)
+    qs = [Question(id="w1", question="a", relevant=[{"doc": "d/one"}]),
+          Question(id="w2", question="b", relevant=[{"doc": "d/one"}])]
+    res = RetrievalAuditor(k=(1,)).audit_pipeline(ctx(pipe, [chunks("d/one", np.array([[1, 0]]))], qs))
+    rr = {item: s.detail.get("reason", "") for item, _, _, s in res.item_scores if s.metric == "retrieval.rr"}
+    assert rr["w1"] == (f"{folder / 'retrieval.jsonl'}: line 1: unknown key 'note\\u2029'; valid keys: question, "
+                        "results, latency_ms (see docs/outputs.md#retrievalline)")  # shown escaped
+    assert rr["w2"] == (f"{folder / 'retrieval.jsonl'}: line 2: 'question' must be a string and 'results' a list")
 
 
 def test_point6_repeated_evidence_is_a_problem_and_counts_once(tmp_path):
