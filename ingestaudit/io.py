@@ -86,7 +86,8 @@ class InputFileError(Exception):
     """A user's file (named, or found where the tool looks for one) that cannot be used: not a regular file, over
     its size limit, unreadable or not UTF-8. The message starts with the path; ``limit`` names the size limit that
     refused it (``limits.results_bytes``; else ``""``); ``oserror`` is the error of a file that could not be
-    stat'ed, opened or read (missing, no permission), else None. The caller makes it an error, never a silent fallback."""
+    stat'ed, opened or read (missing, no permission), else None. The caller makes it an error, never a silent
+    fallback."""
 
     def __init__(self, path: Path | str, reason: str, limit: str = "", oserror: OSError | None = None) -> None:
         self.path, self.reason, self.limit, self.oserror = str(path), reason, limit, oserror

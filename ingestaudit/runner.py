@@ -845,11 +845,11 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
 def _user_sources(pipe: Pipeline, config: Config, stages: dict[str, StageInfo]) -> dict[str, StageInfo]:
     """The stages whose output a precomputed pipeline's own files replace, as the report names them (issue 30): the
     ``retriever`` when its folder holds ``retrieval.jsonl`` (``implementation`` ``"precomputed"``, ``settings.source``
-    the file, relative to ``--outputs``), and with ``vectors.npy`` (the index auditor's ``use_user_results`` on) the ``embedder``'s chunk
-    vectors (``settings.chunk_vectors``; questions are still embedded by it) and the ``index``: ``"precomputed"``
-    with ``ann_results.jsonl`` (the user's answers are audited), else the configured index built on the user's
-    vectors (``settings.vectors``). An entry that exists but cannot be read is named all the same: its rows are
-    errors, never the tool's own stage."""
+    the file, relative to ``--outputs``), and with ``vectors.npy`` (the index auditor's ``use_user_results`` on)
+    the ``embedder``'s chunk vectors (``settings.chunk_vectors``; questions are still embedded by it) and the
+    ``index``: ``"precomputed"`` with ``ann_results.jsonl`` (the user's answers are audited), else the configured
+    index built on the user's vectors (``settings.vectors``). An entry that exists but cannot be read is named all
+    the same: its rows are errors, never the tool's own stage."""
     from ingestaudit.auditors.index import has_user_vectors
     from ingestaudit.auditors.retrieval import user_results_file
 
