@@ -543,8 +543,6 @@ def report(
     """Re-render a report.json: its headline in the terminal, and optionally the HTML and Markdown views."""
     import json as _json
 
-    import os
-
     from ingestaudit.io import OutputError, check_output_file, describe, folder_ids, write_atomic
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
@@ -558,11 +556,15 @@ def report(
     except ReportError as exc:
         _fail(str(exc))
     timings = report_json.parent / "timings.json"
-    if timings.is_file():
+    if os.path.lexists(timings):  # read as any user file (issue 30): a FIFO or a device is named, never waited on
+        from ingestaudit.io import InputFileError, read_input_text
+        from ingestaudit.report.schema import REPORT_BYTES
+
         try:
-            rep.timings = _json.loads(timings.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
+            rep.timings = _json.loads(read_input_text(timings, max_bytes=REPORT_BYTES, limit="REPORT_BYTES"))
+        except (InputFileError, ValueError, RecursionError) as exc:
+            _stderr().print(terminal_text(f"warning: {timings}: not read ({exc}); the timings are not shown"),
+                            style="yellow", highlight=False, markup=False, soft_wrap=True)
     trend = None
     if history is not None:
         from ingestaudit.report.history import HistoryError, trends

@@ -274,6 +274,13 @@ def test_point1_run_names_the_users_retrieval_file_as_the_retriever_and_errors_o
     assert (rr[("svc", "r1")]["state"], rr[("svc", "r1")]["value"]) == ("ok", 1.0)
     assert (rr[("svc", "r2")]["state"], rr[("svc", "r2")]["value"]) == ("ok", 0.0)  # g/alpha for a g/beta question
     assert [f["message"] for f in report["failures"] if f["pipeline"] == "pipe"] == [fifo]
+    # `report` reads timings.json beside it as a user file: a FIFO is named in a warning, never waited on
+    (out / "timings.json").unlink(missing_ok=True)
+    os.mkfifo(out / "timings.json")
+    res = finishes(lambda: CliRunner().invoke(app, ["report", str(out / "report.json")]))
+    assert res.exit_code == 0, res.output
+    assert (f"warning: {out / 'timings.json'}: not read ({out / 'timings.json'}: a named pipe (FIFO), not a regular "
+            "file: not read); the timings are not shown").replace(" ", "") in "".join(res.output.split())
 
 
 def test_point1_report_names_the_users_vectors_and_answers_as_the_index(tmp_path):
