@@ -862,17 +862,19 @@ def _user_sources(pipe: Pipeline, config: Config, stages: dict[str, StageInfo]) 
         out["retriever"] = StageInfo(implementation=PRECOMPUTED, version="external",
                                      settings={"source": f"{folder.name}/{results.name}"})
     use_user = config.auditor_options.get("index", {}).get("use_user_results", True)
-    if "index" in config.run.stages and use_user and has_user_vectors(folder):
-        vectors = f"{folder.name}/vectors.npy"
+    if "index" not in config.run.stages or not use_user:
+        return out
+    vectors = f"{folder.name}/vectors.npy" if has_user_vectors(folder) else None
+    if vectors is not None:
         emb = stages["embedder"]
         out["embedder"] = emb.model_copy(update={"settings": {**emb.settings, "chunk_vectors": vectors}})
-        answers = folder / "ann_results.jsonl"
-        if os.path.lexists(answers):
-            out["index"] = StageInfo(implementation=PRECOMPUTED, version="external",
-                                     settings={"source": f"{folder.name}/{answers.name}", "vectors": vectors})
-        else:
-            idx = stages["index"]
-            out["index"] = idx.model_copy(update={"settings": {**idx.settings, "vectors": vectors}})
+    answers = folder / "ann_results.jsonl"
+    if os.path.lexists(answers):  # without vectors.npy too: its rows are then errors that say so
+        out["index"] = StageInfo(implementation=PRECOMPUTED, version="external",
+                                 settings={"source": f"{folder.name}/{answers.name}", "vectors": vectors})
+    elif vectors is not None:
+        idx = stages["index"]
+        out["index"] = idx.model_copy(update={"settings": {**idx.settings, "vectors": vectors}})
     return out
 
 

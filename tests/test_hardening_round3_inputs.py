@@ -146,6 +146,19 @@ def test_point1_special_vectors_npy_is_an_error_never_the_runs_own_vectors(tmp_p
                                                         "regular file: not read")
 
 
+def test_point1_ann_results_without_vectors_is_an_error_never_the_runs_own_hnsw(tmp_path):
+    folder = tmp_path / "answers_only"
+    folder.mkdir()
+    (folder / "ann_results.jsonl").write_text('{"query": "k/doc#0", "results": ["k/doc#1"]}\n')
+    pipe = make_pipeline("answers_only", {"index": {"use": "flat"}}, precomputed_root=tmp_path)
+    run_vectors = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32)
+    res = IndexAuditor(k_list=(1,)).audit_pipeline(ctx(pipe, [chunks("k/doc", run_vectors)]))
+    assert {s.state for _, s, _ in res.corpus_scores} == {State.ERROR}
+    assert res.corpus_scores[0][1].detail["reason"] == (
+        f"UserIndexError: {folder / 'ann_results.jsonl'}: needs the vectors it answers on, {folder / 'vectors.npy'} "
+        "and vector_ids.json (its result ids name their rows); without them the user's answers cannot be audited")
+
+
 @pytest.mark.parametrize("kind", ["fifo", "device", "over"])
 def test_point1_unusable_retrieval_jsonl_makes_every_question_an_error_never_the_dense_search(tmp_path, kind):
     folder = tmp_path / "svc"

@@ -47,7 +47,9 @@ A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.n
 ``"<doc id>#<chunk index>"``, chunks of the run's chunker) replace the run's vectors, and ``ann_results.jsonl``
 (``{"query": id, "results": [ids]}``, ids of vectors; a query id is a question id or a vector id, the latter a self
 query) replaces the HNSW index: the auditor computes the exact ground truth itself and audits the user's answers, so
-a production store is audited without ingestaudit knowing it. Ask the store for ``k + 1`` results on self queries
+a production store is audited without ingestaudit knowing it (``ann_results.jsonl`` without ``vectors.npy`` is an
+``error``, never ignored for the run's own index; so is any of these files that is not a regular file or is over
+its ``[limits]`` size, read by `ingestaudit.io.read_input_bytes`). Ask the store for ``k + 1`` results on self queries
 (the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
 recall denominators and counted (``detail["no_prediction"]`` of the rows, ``details["queries"]["unanswered"]``),
 never a recall of 0. A bad line never stops the audit of the others: a query whose answer cannot be audited (a
@@ -1190,6 +1192,10 @@ class IndexAuditor(PipelineAuditor):
             user = {"vectors": source, "user_vectors": len(ids), "chunks_without_user_vector": len(meta) - len(ids),
                     "chunks_embedded_by_the_run": sum(d.vectors is not None for d in docs) > 0}
         else:
+            if folder is not None and os.path.lexists(Path(folder) / "ann_results.jsonl"):  # never ignored
+                raise UserIndexError(f"{Path(folder) / 'ann_results.jsonl'}: needs the vectors it answers on, "
+                                     f"{Path(folder) / 'vectors.npy'} and vector_ids.json (its result ids name their "
+                                     "rows); without them the user's answers cannot be audited")
             source, user = "the chunk vectors", None
             embedded = [d for d in docs if d.vectors is not None]
             if not embedded:
