@@ -34,8 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-STAGING_PREFIX = ".ingestaudit-tmp-"
-"""Name prefix of the staging folders (hidden, so `ingestaudit.report.provenance.check_out_folder` tolerates them)."""
+from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX
 
 
 class OutputError(Exception):
@@ -504,7 +503,6 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
     """
     import json
 
-    from ingestaudit.report.provenance import REPORT_FILES
     from ingestaudit.report.schema import StoreRef
     from ingestaudit.store import STORE_NAME, write_measurements
 

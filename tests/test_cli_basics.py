@@ -17,6 +17,14 @@ def test_help_imports_no_heavy_library():
     assert out.stdout.strip() == "[]"
 
 
+def test_python_dash_m_runs_the_cli_and_its_exit_codes(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "ingestaudit", "--version"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("ingestaudit ")
+    bad = subprocess.run([sys.executable, "-m", "ingestaudit", "run", str(tmp_path), "--out", str(tmp_path / "o")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2
+
+
 def test_validate_names_three_planted_errors_and_exits_2(tmp_path):
     corpus = tmp_path / "c"
     assert CliRunner().invoke(app, ["init", str(corpus)]).exit_code == 0

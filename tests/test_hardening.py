@@ -260,7 +260,7 @@ def wait_dead(pids: list[int], within: float = 10.0) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc").is_dir() or os.name != "posix", reason="needs /proc and process groups")
 def test_run_process_kills_the_whole_group_on_timeout(tmp_path):
-    from ingestaudit.parsers.tesseract_parser import run_process
+    from ingestaudit.children import run_process
 
     pidfile = tmp_path / "pids"
     with pytest.raises(subprocess.TimeoutExpired):

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 

@@ -132,10 +132,10 @@ class _Batch:
 
 
 def _end_children() -> None:
-    """Kill every Tesseract group of this worker process and remove their temporary folders."""
-    from ingestaudit.parsers.tesseract_parser import _end_running
+    """Kill every child group (Tesseract runs) of this worker process and remove their temporary folders."""
+    from ingestaudit.children import end_all
 
-    _end_running()
+    end_all()
 
 
 async def _end_children_now() -> None:
@@ -152,7 +152,7 @@ async def _exit_worker() -> None:
 
 def _end_task_children(key: str, dask_worker: Any = None) -> int:
     """Runs on a shared worker: kill the Tesseract groups of the thread running task ``key``, if any."""
-    from ingestaudit.parsers.tesseract_parser import end_thread_children
+    from ingestaudit.children import end_thread_children
 
     threads = [tid for tid, k in dict(dask_worker.active_threads).items() if k == key]
     return sum(end_thread_children(tid) for tid in threads)

@@ -1,7 +1,8 @@
 """Metric specifications: the canonical name, meaning, unit, range and interval method of every metric.
 
 Specs are separate from implementations (as in ir_measures): the CLI, the config, the JSON report and the generated
-docs all take names and descriptions from this registry.
+docs all take names and descriptions from this registry. Looking a name up (which imports the built-in auditors that
+declare it) is `ingestaudit.auditors.metric_catalog`'s job, so this module imports nothing else of the package.
 """
 
 from __future__ import annotations
@@ -93,31 +94,8 @@ def register(*specs: MetricSpec) -> None:
         _REGISTRY[spec.name] = spec
 
 
-def _load_builtin() -> None:
-    """Import every built-in auditor module once, so their specs are registered (they register on import)."""
-    from importlib import import_module
-
-    from ingestaudit.auditors.registry import BUILTIN
-
-    for target in BUILTIN.values():
-        import_module(target.partition(":")[0])
-
-
-def get(name: str) -> MetricSpec:
-    """The spec registered as ``name`` (built-in auditors' specs are loaded on first miss).
-
-    Raises:
-        KeyError: unknown name; the message lists the registered names.
-    """
-    if name not in _REGISTRY:
-        _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def all_specs() -> list[MetricSpec]:
-    """Every registered spec (built-in ones included), sorted by name."""
-    _load_builtin()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+def registered() -> dict[str, MetricSpec]:
+    """The specs registered so far, by name (a read-only view is the caller's duty; built-in auditors' specs are
+    loaded by `ingestaudit.auditors.metric_catalog`, which this module may not import: metrics/ is the bottom
+    layer)."""
+    return _REGISTRY

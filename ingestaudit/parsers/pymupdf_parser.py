@@ -28,57 +28,14 @@ from typing import Any
 from ingestaudit.document import Document
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.parsers.base import Parser, ParserError, ParserUnavailable, UnsupportedFormat
+from ingestaudit.parsers.pymupdf_flags import canonical_flag, flag_names
 from ingestaudit.parsers.pymupdf_structure import (OUTLINE_MIN_SIMILARITY, FontStats, HeadingRules, Line,
                                                    classify_lines, font_stats, line_of, list_rule, match_outline)
 
-#: Text-extraction flags this adapter accepts, by PyMuPDF constant name (canonical spelling).
-TEXT_FLAGS = (
-    "TEXT_PRESERVE_LIGATURES", "TEXT_PRESERVE_WHITESPACE", "TEXT_PRESERVE_IMAGES", "TEXT_INHIBIT_SPACES",
-    "TEXT_DEHYPHENATE", "TEXT_PRESERVE_SPANS", "TEXT_MEDIABOX_CLIP", "TEXT_CID_FOR_UNKNOWN_UNICODE",
-    "TEXT_COLLECT_STRUCTURE", "TEXT_ACCURATE_BBOXES", "TEXT_COLLECT_VECTORS", "TEXT_IGNORE_ACTUALTEXT",
-    "TEXT_SEGMENT", "TEXT_PARAGRAPH_BREAK", "TEXT_TABLE_HUNT", "TEXT_COLLECT_STYLES",
-    "TEXT_USE_GID_FOR_UNKNOWN_UNICODE", "TEXT_CLIP_RECT", "TEXT_ACCURATE_ASCENDERS", "TEXT_ACCURATE_SIDE_BEARINGS",
-    "TEXT_LAZY_VECTORS", "TEXT_FUZZY_VECTORS",
-)
-#: Other PyMuPDF spellings of the same bits.
-FLAG_ALIASES = {
-    "TEXT_CLIP": "TEXT_MEDIABOX_CLIP",
-    "TEXT_USE_CID_FOR_UNKNOWN_UNICODE": "TEXT_CID_FOR_UNKNOWN_UNICODE",
-    "TEXT_STEXT_SEGMENT": "TEXT_SEGMENT",
-}
 #: How page texts are joined into `ParsedDocument.text` (each page's trailing newlines removed first).
 PAGE_SEPARATOR = "\n\n"
 #: Values of the ``headings`` option: outline else font statistics, outline only, font statistics only, none.
 HEADING_SOURCES = ("auto", "outline", "fonts", "none")
-
-
-def canonical_flag(name: str) -> str:
-    """The canonical ``TEXT_*`` name for ``name`` (case-insensitive, ``TEXT_`` prefix optional, aliases resolved).
-
-    Raises:
-        ValueError: not a known text-extraction flag; the message lists the known ones.
-    """
-    key = name.strip().upper()
-    if not key.startswith("TEXT_"):
-        key = "TEXT_" + key
-    key = FLAG_ALIASES.get(key, key)
-    if key not in TEXT_FLAGS:
-        raise ValueError(f"unknown PyMuPDF text flag {name!r}; known: {', '.join(TEXT_FLAGS)}")
-    return key
-
-
-def flag_names(value: int, pymupdf: Any) -> list[str]:
-    """Decompose a PyMuPDF text-flag integer into sorted canonical names (bits without a name are reported as
-    ``"0x..."``)."""
-    names, covered = [], 0
-    for name in TEXT_FLAGS:
-        bit = getattr(pymupdf, name, None)
-        if isinstance(bit, int) and bit and value & bit == bit:
-            names.append(name)
-            covered |= bit
-    if value & ~covered:
-        names.append(hex(value & ~covered))
-    return sorted(names)
 
 
 def check_source(path: Path) -> None:

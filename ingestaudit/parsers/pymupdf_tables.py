@@ -87,7 +87,7 @@ class TableFinderSettings:
             import pymupdf
             import pymupdf.table
 
-            from ingestaudit.parsers.pymupdf_parser import flag_names
+            from ingestaudit.parsers.pymupdf_flags import flag_names
 
             out["cell_text_flags"] = flag_names(int(pymupdf.table.FLAGS), pymupdf)
         except (ImportError, AttributeError, TypeError, ValueError):

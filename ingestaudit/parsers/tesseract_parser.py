@@ -5,7 +5,7 @@ carry that resolution, and each page image goes through one ``tesseract`` run th
 text (``txt``) and its word table (``tsv``). Images (PNG, JPEG, TIFF including multi-page TIFF, BMP) are read with
 Pillow, one page per frame.
 
-Tesseract runs in its own session (process group) through `run_process`: on a time-out, an exception or Ctrl-C its
+Tesseract runs in its own session (process group) through `ingestaudit.children.run_process`: on a time-out, an exception or Ctrl-C its
 whole group is killed, and while a page is OCRed a SIGTERM (how the process pool ends a worker past the per-document
 budget) first kills every running Tesseract group and removes the page images' temporary folder, then ends the worker
 as before (issue 15: no orphan Tesseract, no ``ingestaudit-tess-*`` folder left behind).
@@ -18,19 +18,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import shlex
-import shutil
-import signal
-import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.children import TEMP_DIRS, cleanup_on_sigterm, run_process
 from ingestaudit.document import Document
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.parsers.base import Parser, ParserError, ParserUnavailable, UnsupportedFormat
@@ -47,97 +41,6 @@ def _pytesseract() -> Any:
     except ImportError as exc:
         raise ParserUnavailable(f"pytesseract is not installed ({exc}); pip install pytesseract") from None
     return pytesseract
-
-
-_RUNNING: dict[int, subprocess.Popen] = {}  # pid (= its process group) -> a Tesseract running now
-_STARTED_BY: dict[int, int] = {}  # pid -> the thread that started it (a Dask worker runs tasks in threads)
-_TEMP_DIRS: set[str] = set()  # temporary folders of the pages being OCRed now
-
-
-def _kill_group(proc: subprocess.Popen, wait_s: float = 5.0) -> None:
-    """SIGKILL the process group led by ``proc`` (its own session), then reap ``proc``."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def run_process(argv: Sequence[str], *, timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run ``argv`` in a new session (its own process group), capturing stdout and stderr.
-
-    On every exit other than its normal end (``timeout`` seconds passed, an exception, KeyboardInterrupt, SystemExit)
-    the whole process group is killed and reaped before the exception propagates, so no child outlives its parser.
-
-    Raises:
-        subprocess.TimeoutExpired: ``timeout`` passed (the group is killed). OSError: ``argv[0]`` does not run.
-    """
-    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    _RUNNING[proc.pid] = proc
-    _STARTED_BY[proc.pid] = threading.get_ident()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(proc)
-        raise
-    finally:
-        _RUNNING.pop(proc.pid, None)
-        _STARTED_BY.pop(proc.pid, None)
-    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
-
-
-def _end_running() -> None:
-    """Kill every running Tesseract group and remove the temporary folders (from a signal handler: no waiting)."""
-    for proc in list(_RUNNING.values()):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for folder in list(_TEMP_DIRS):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def end_thread_children(thread_id: int) -> int:
-    """Kill the Tesseract groups that thread ``thread_id`` started (a task over its budget on a shared Dask worker,
-    whose thread cannot be stopped: its parse then fails at once and its ``with`` block removes its temporary
-    folder). Returns how many groups were killed."""
-    killed = 0
-    for pid, proc in list(_RUNNING.items()):
-        if _STARTED_BY.get(pid) == thread_id:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
-
-
-@contextmanager
-def _cleanup_on_sigterm() -> Iterator[None]:
-    """While the block runs (in the main thread), SIGTERM first calls `_end_running`, then what it did before (the
-    pool's worker handler exits at once with ``os._exit``, which skips every ``finally``)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def handler(signum: int, frame: Any) -> None:
-        _end_running()
-        if callable(previous):
-            previous(signum, frame)
-        elif previous != signal.SIG_IGN:  # the default action: end the process
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def language_package(lang: str) -> str:
@@ -244,9 +147,9 @@ class TesseractParser(Parser):
         pages: list[str] = []
         blocks: list[Block] = []
         warnings: list[str] = []
-        with _cleanup_on_sigterm(), tempfile.TemporaryDirectory(prefix="ingestaudit-tess-",
+        with cleanup_on_sigterm(), tempfile.TemporaryDirectory(prefix="ingestaudit-tess-",
                                                                        ignore_cleanup_errors=True) as tmp:
-            _TEMP_DIRS.add(tmp)  # removed by the SIGTERM handler too; the with statement removes it on other exits
+            TEMP_DIRS.add(tmp)  # removed by the SIGTERM handler too; the with statement removes it on other exits
             try:
                 if document.suffix == ".pdf":
                     sources = self._pdf_pages(document.path, Path(tmp), warnings)
@@ -260,7 +163,7 @@ class TesseractParser(Parser):
                     pages.append(text)
                     blocks += _blocks(tsv, number, points_per_px, len(blocks))
             finally:
-                _TEMP_DIRS.discard(tmp)
+                TEMP_DIRS.discard(tmp)
         return ParsedDocument(
             text=PAGE_SEPARATOR.join(p.rstrip("\n") for p in pages),
             pages=tuple(pages),

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ingestaudit.measurement import Score, State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.metrics.intervals import Interval, bootstrap_ratio, wilson
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, SummaryRow
 

@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
 from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
                                       orientation_of, pairs_of, resamples_for_family, row_seed, underpowered)

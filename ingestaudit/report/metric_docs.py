@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
+from ingestaudit.metrics.specs import BUDGET_RULE
 
 
 def metrics_markdown() -> str:
@@ -12,7 +13,7 @@ def metrics_markdown() -> str:
            "Generated from the metric registry by `python -m ingestaudit.report.metric_docs > docs/metrics.md`; "
            "a test fails when this file is stale.", "",
            "**budget** is the regression gate's default: the largest worsening of the headline value tolerated "
-           "(absolute, or `%` of the baseline value): " + specs.BUDGET_RULE + ". `[gate]` in `ingestaudit.toml` "
+           "(absolute, or `%` of the baseline value): " + BUDGET_RULE + ". `[gate]` in `ingestaudit.toml` "
            "(`\"extraction.cer\" = 0.02`, `\"tables.teds\" = \"5%\"`) and `--budget METRIC=X` override it; a "
            "budget naming a metric that is not listed here is an error (exit 2).", "",
            "| metric | best | range | unit | interval | budget | definition |", "|---|---|---|---|---|---|---|"]

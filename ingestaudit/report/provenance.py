@@ -12,6 +12,10 @@ from typing import Any
 REPORT_FILES = ("report.json", "report.md", "report.html", "timings.json", "measurements.parquet")
 """The files ``ingestaudit run`` writes into ``--out``."""
 
+STAGING_PREFIX = ".ingestaudit-tmp-"
+"""Name prefix of the staging folders `ingestaudit.io` writes a report into before renaming it into place (hidden, so
+`check_out_folder` tolerates them)."""
+
 
 class OutFolderError(Exception):
     """``--out`` names a folder that ingestaudit must not write into; the message says why and what to do."""
@@ -76,8 +80,6 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
         return ""
     if not out.is_dir():
         raise OutFolderError(f"--out {out}: exists and is not a folder")
-    from ingestaudit.io import STAGING_PREFIX
-
     entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(STAGING_PREFIX))  # a run's own folders
     if not entries:
         return ""

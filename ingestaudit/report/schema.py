@@ -292,7 +292,7 @@ def definition_inputs(metric: str, stage: str, config: dict[str, Any]) -> dict[s
     policy, k...; without `NOT_DEFINITION_OPTIONS`) and the run settings of `RUN_SETTINGS_BY_STAGE`. Two rows whose
     inputs differ measure different things and are never gated against each other. A metric the registry does not
     know contributes its name only."""
-    from ingestaudit.metrics import specs
+    from ingestaudit.auditors import metric_catalog as specs
 
     try:
         spec = specs.get(metric)

@@ -69,7 +69,7 @@ def orientation_of(metric: str, label: str = "") -> Orientation:
     """The orientation of a metric from its declaration (`ingestaudit.metrics.specs`); the loss waterfall's
     ``retrieved`` share is better higher (its loss shares lower); an unregistered metric is taken as better
     higher."""
-    from ingestaudit.metrics import specs
+    from ingestaudit.auditors import metric_catalog as specs
 
     if metric.startswith("retrieval.outcome@"):
         return Orientation(lower_is_better=label != "retrieved")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.schema import ALL_CLASSES, Failure, MeasurementRow, PairedTest, Report, SummaryRow
 
 STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate", "language", "pii", "dedup",

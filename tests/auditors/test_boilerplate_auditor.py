@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ingestaudit.auditors.boilerplate import METRICS, BoilerplateAuditor
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import Parser
 from ingestaudit.stages.cleaners import Cleaner, CleanResult

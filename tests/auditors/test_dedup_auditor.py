@@ -47,7 +47,7 @@ from ingestaudit.auditors.dedup import (
 from ingestaudit.auditors.registry import load_auditor
 from ingestaudit.cli import app
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.metrics.dedup import cluster_agreement, false_merge_rate, missed_merge_rate
 from ingestaudit.metrics.jaccard import exact_jaccard, near_duplicate_pairs
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket

@@ -8,7 +8,7 @@ import pytest
 
 from ingestaudit.auditors.extraction import METRICS, ExtractionAuditor
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import OrderCheck, TextCheck, Truth
 

@@ -13,7 +13,7 @@ from ingestaudit.auditors.index import (IndexAuditor, UserIndexError, audit_vect
                                         read_user_vectors)
 from ingestaudit.chain import DocChunks
 from ingestaudit.measurement import State
-from ingestaudit.metrics.specs import get
+from ingestaudit.auditors.metric_catalog import get
 from ingestaudit.pipeline import make_pipeline
 from ingestaudit.questions import Question
 from ingestaudit.stages.index import (IndexInputError, IndexSettings, build_ann, build_exact, exact_search,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ingestaudit.auditors.normalization import METRICS, NormalizationAuditor
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ingestaudit.auditors.base import CorpusItem
 from ingestaudit.auditors.pii import (METRICS, PiiAuditor, parse_entities, parse_label_map, validate_pii_gold)
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Span as TruthSpan
 from ingestaudit.truth import Truth

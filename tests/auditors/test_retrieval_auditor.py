@@ -12,7 +12,7 @@ import pytest
 from _retrievalkit import context, doc, held, pipeline, question, rows
 from ingestaudit.auditors.retrieval import RetrievalAuditor, _latency_summary, _nearest_rank, auroc
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.aggregate import summarize_group
 from ingestaudit.report.schema import Failure, MeasurementRow
 

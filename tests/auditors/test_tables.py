@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from ingestaudit.auditors.registry import load_auditor
 from ingestaudit.auditors.tables import METRICS, TABLE_EXTRACTION, TablesAuditor, reference_tables, split_tables
 from ingestaudit.measurement import State
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 from _rows import load_report, measurements

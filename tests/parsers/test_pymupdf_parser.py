@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ingestaudit.document import Document
 from ingestaudit.parsers.base import ParserError, UnsupportedFormat
-from ingestaudit.parsers.pymupdf_parser import PyMuPDFParser, canonical_flag, flag_names
+from ingestaudit.parsers.pymupdf_flags import canonical_flag, flag_names
+from ingestaudit.parsers.pymupdf_parser import PyMuPDFParser
 
 # PyMuPDF documents TEXTFLAGS_TEXT as ligatures + whitespace + mediabox clip + CID for unknown unicode.
 DEFAULT_FLAGS = ["TEXT_CID_FOR_UNKNOWN_UNICODE", "TEXT_MEDIABOX_CLIP", "TEXT_PRESERVE_LIGATURES",

@@ -13,7 +13,7 @@ from _reportkit import Row, build, cer_rows, write
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.compare import compare_reports, render_comparison
 from ingestaudit.report.stats import (Orientation, Pairs, attainable_p, bootstrap_p, compare_pairs,
                                       resamples_for_family, wilcoxon_p)

@@ -11,7 +11,7 @@ from _reportkit import Row, build, cer_rows, write
 from typer.testing import CliRunner
 
 from ingestaudit.cli import app
-from ingestaudit.metrics import specs
+from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.compare import (Budget, GateError, compare_reports, parse_budget, render_comparison,
                                         resolve_budgets)
 from ingestaudit.report.stats import family_adjust, underpowered
