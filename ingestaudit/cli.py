@@ -557,7 +557,7 @@ def report(
         _fail(str(exc))
     timings = report_json.parent / "timings.json"
     if os.path.lexists(timings):  # read as any user file (issue 30): a FIFO or a device is named, never waited on
-        from ingestaudit.io import InputFileError, read_input_text
+        from ingestaudit.inputs import InputFileError, read_input_text
         from ingestaudit.report.schema import REPORT_BYTES
 
         try:

@@ -104,7 +104,7 @@ class Limits(_Strict):
     Sizes are checked with ``stat`` before a file is read; a file from outside the corpus (outputs; and, under fixed
     limits since no configuration is read before them, a report and its store read back and a configuration file:
     `ingestaudit.report.schema.REPORT_BYTES`, `ingestaudit.report.schema.STORE_BYTES`, `CONFIG_BYTES`) is read
-    through `ingestaudit.io.read_input_bytes`, which also refuses what is not a regular file (a FIFO, a device, a
+    through `ingestaudit.inputs.read_input_bytes`, which also refuses what is not a regular file (a FIFO, a device, a
     folder), through links too, naming it. A document any of whose files is over a limit is not
     audited: each of its rows is ``skipped`` with a reason naming the file, the limit (``limits.<name>``) and the
     value, and the run lists it once among its failures (stage ``limits``); `ingestaudit validate` reports it as a
@@ -174,7 +174,7 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
     """
     if path is None:
         return Config()
-    from ingestaudit.io import InputFileError, read_input_text
+    from ingestaudit.inputs import InputFileError, read_input_text
 
     try:
         raw = tomllib.loads(read_input_text(path, max_bytes=CONFIG_BYTES, limit="CONFIG_BYTES"))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingestaudit.document import Document
-from ingestaudit.io import file_kind
+from ingestaudit.inputs import file_kind
 from ingestaudit.truth import Problem, over_size
 
 if TYPE_CHECKING:

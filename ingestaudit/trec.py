@@ -136,9 +136,9 @@ TREC_BYTES = 4 << 30
 
 def _lines(path: Path):
     """Yield ``(line number, fields)`` of the non-blank lines of ``path`` (UTF-8; a BOM is dropped), opened by
-    `ingestaudit.io.open_input_file`: a FIFO, a device or a folder is a whole-file `TrecFormatError`, never waited
+    `ingestaudit.inputs.open_input_file`: a FIFO, a device or a folder is a whole-file `TrecFormatError`, never waited
     on nor read without end."""
-    from ingestaudit.io import InputFileError, open_input_file
+    from ingestaudit.inputs import InputFileError, open_input_file
 
     try:
         with open_input_file(path, max_bytes=TREC_BYTES, limit="TREC_BYTES") as fh:

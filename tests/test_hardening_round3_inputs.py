@@ -1,6 +1,6 @@
 """Issue 30, points 1, 6 and 8: what a user's own files can do to a run.
 
-1. Every file read from outside the corpus goes through `ingestaudit.io.read_input_bytes`: a FIFO, a device or a
+1. Every file read from outside the corpus goes through `ingestaudit.inputs.read_input_bytes`: a FIFO, a device or a
    folder is refused by ``stat`` (never opened, so never waited on nor read without end), a file over its
    ``[limits]`` size is refused, each naming the file; a user file that was found but cannot be used is an error,
    never replaced by the tool's own stage, and report.json names the source of every replaced stage.
@@ -31,7 +31,7 @@ from ingestaudit.chain import DocChunks
 from ingestaudit.cli import app
 from ingestaudit.config import ConfigError, Limits, load_config
 from ingestaudit.document import Document
-from ingestaudit.io import InputFileError, read_input_bytes
+from ingestaudit.inputs import InputFileError, read_input_bytes
 from ingestaudit.measurement import State
 from ingestaudit.parsers.base import NoOutput, ParserError
 from ingestaudit.parsers.precomputed import PrecomputedParser

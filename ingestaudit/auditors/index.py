@@ -49,7 +49,7 @@ A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.n
 query) replaces the HNSW index: the auditor computes the exact ground truth itself and audits the user's answers, so
 a production store is audited without ingestaudit knowing it (``ann_results.jsonl`` without ``vectors.npy`` is an
 ``error``, never ignored for the run's own index; so is any of these files that is not a regular file or is over
-its ``[limits]`` size, read by `ingestaudit.io.read_input_bytes`). Ask the store for ``k + 1`` results on self queries
+its ``[limits]`` size, read by `ingestaudit.inputs.read_input_bytes`). Ask the store for ``k + 1`` results on self queries
 (the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
 recall denominators and counted (``detail["no_prediction"]`` of the rows, ``details["queries"]["unanswered"]``),
 never a recall of 0. A bad line never stops the audit of the others: a query whose answer cannot be audited (a
@@ -74,7 +74,7 @@ import numpy as np
 
 from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
 from ingestaudit.config import Limits
-from ingestaudit.io import InputFileError, open_input_file, read_input_text
+from ingestaudit.inputs import InputFileError, open_input_file, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import ann
@@ -172,7 +172,7 @@ class UserIndexError(ValueError):
 def read_user_vectors(folder: str | Path, limits: Any = None) -> tuple[np.ndarray, list[str]]:
     """Read a user's embeddings: ``folder/vectors.npy`` (a 2-D float array, ``numpy.load(allow_pickle=False)``) and
     ``folder/vector_ids.json`` (a JSON list of unique non-empty strings, one per row), each through
-    `ingestaudit.io.open_input_file` with ``limits`` (`ingestaudit.config.Limits`, default its defaults:
+    `ingestaudit.inputs.open_input_file` with ``limits`` (`ingestaudit.config.Limits`, default its defaults:
     ``vectors_bytes``, ``results_bytes``).
 
     Returns:
@@ -264,7 +264,7 @@ def read_ann_results(path: str | Path, max_bytes: int | None = None) -> AnnResul
         ``unreadable``.
 
     Lines are split on ``"\n"`` only (`ingestaudit.jsonlimits.jsonl_lines`), so a U+2028 inside a string never
-    shifts a line number; the file is read by `ingestaudit.io.read_input_text`, at most ``max_bytes`` (default
+    shifts a line number; the file is read by `ingestaudit.inputs.read_input_text`, at most ``max_bytes`` (default
     ``[limits] results_bytes``).
 
     Raises:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ingestaudit.auditors.base import PipelineAuditor, PipelineContext, PipelineResult
-from ingestaudit.io import InputFileError, read_input_text
+from ingestaudit.inputs import InputFileError, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Valid
 
 from ingestaudit.config import Limits
 from ingestaudit.document import Document
-from ingestaudit.io import InputFileError, read_input_bytes, read_input_text
+from ingestaudit.inputs import InputFileError, read_input_bytes, read_input_text
 from ingestaudit.jsonlimits import loads_limited
 from ingestaudit.model import BLOCK_KINDS, Block, ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError
@@ -158,7 +158,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
 
 
 def read_output_text(path: Path, max_bytes: int = OUTPUT_BYTES) -> str:
-    """One output file's UTF-8 text through `ingestaudit.io.read_input_text` (line ends as written).
+    """One output file's UTF-8 text through `ingestaudit.inputs.read_input_text` (line ends as written).
 
     Raises:
         ParserError: not a regular file (a FIFO, a device, a folder: named), over ``max_bytes``

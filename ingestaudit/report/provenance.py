@@ -86,7 +86,7 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
     report = out / "report.json"
     raw: Any = None
     if report.is_file():
-        from ingestaudit.io import InputFileError, read_input_text
+        from ingestaudit.inputs import InputFileError, read_input_text
         from ingestaudit.report.schema import REPORT_BYTES
 
         try:

@@ -36,7 +36,7 @@ def store_file(report: Report) -> Path | None:
     if path is None:
         raise ReportError(f"the report names its measurement store {ref.file!r} but not where it is (read it with "
                           "read_report, which finds it beside report.json)")
-    from ingestaudit.io import InputFileError, check_input_file, describe
+    from ingestaudit.inputs import InputFileError, check_input_file, describe
     from ingestaudit.report.schema import STORE_BYTES
 
     try:  # a device (a link to /dev/zero), FIFO or folder, or over the size: never hashed or opened

@@ -357,7 +357,7 @@ def read_report(path: Path) -> Report:
     def no_constants(name: str) -> float:
         raise ValueError(f"{name} is not a number a report may hold")
 
-    from ingestaudit.io import InputFileError, read_input_text
+    from ingestaudit.inputs import InputFileError, read_input_text
 
     try:
         text = read_input_text(path, max_bytes=REPORT_BYTES, limit="REPORT_BYTES")
