@@ -42,11 +42,12 @@ class InputFileError(Exception):
     """A user's file (named, or found where the tool looks for one) that cannot be used: not a regular file, over
     its size limit, unreadable or not UTF-8. The message starts with the path; ``limit`` names the size limit that
     refused it (``limits.results_bytes``; else ``""``); ``oserror`` is the error of a file that could not be
-    stat'ed, opened or read (missing, no permission), else None. The caller makes it an error, never a silent
-    fallback."""
+    stat'ed, opened or read (missing, no permission), else None; ``kind`` what a file that is not a regular file is
+    (`file_kind`), else None. The caller makes it an error, never a silent fallback."""
 
-    def __init__(self, path: Path | str, reason: str, limit: str = "", oserror: OSError | None = None) -> None:
-        self.path, self.reason, self.limit, self.oserror = str(path), reason, limit, oserror
+    def __init__(self, path: Path | str, reason: str, limit: str = "", oserror: OSError | None = None,
+                 kind: str | None = None) -> None:
+        self.path, self.reason, self.limit, self.oserror, self.kind = str(path), reason, limit, oserror, kind
         super().__init__(f"{path}: {reason}")
 
 
@@ -54,7 +55,7 @@ def _refuse(path: Path | str, st: os.stat_result, max_bytes: int, limit: str) ->
     kind = file_kind(st.st_mode)
     if kind is not None:
         via = f" (through the link {os.readlink(path)!r})" if os.path.islink(path) else ""
-        raise InputFileError(path, f"{kind}{via}, not a regular file: not read")
+        raise InputFileError(path, f"{kind}{via}, not a regular file: not read", kind=kind)
     if st.st_size > max_bytes:
         raise InputFileError(path, f"{st.st_size} bytes, over {limit} = {max_bytes}: not read", limit)
 

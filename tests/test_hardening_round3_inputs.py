@@ -224,8 +224,7 @@ def test_point1_report_json_that_is_a_fifo_is_exit_2_naming_it(tmp_path):
     os.mkfifo(report)
     res = finishes(lambda: CliRunner().invoke(app, ["report", str(report)]))
     assert res.exit_code == 2
-    assert "not a readable JSON report (a named pipe (FIFO), not a regular file: not read)" in \
-        " ".join(res.output.split())
+    assert f"{report}: not a regular file, so not a report.json".replace(" ", "") in "".join(res.output.split())
 
 
 def test_point1_eval_refuses_a_fifo_qrels_file_naming_it(tmp_path):

@@ -362,6 +362,8 @@ def read_report(path: Path) -> Report:
     try:
         text = read_input_text(path, max_bytes=REPORT_BYTES, limit="REPORT_BYTES")
     except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named (issue 30)
+        if exc.kind is not None:
+            raise ReportError(f"{path}: not a regular file, so not a report.json ({exc.reason})") from None
         why = exc.oserror if exc.oserror is not None else exc.reason  # as before: the OSError's own text
         raise ReportError(f"{path}: not a readable JSON report ({why})") from None
     try:
