@@ -49,8 +49,8 @@ A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.n
 query) replaces the HNSW index: the auditor computes the exact ground truth itself and audits the user's answers, so
 a production store is audited without ingestaudit knowing it (``ann_results.jsonl`` without ``vectors.npy`` is an
 ``error``, never ignored for the run's own index; so is any of these files that is not a regular file or is over
-its ``[limits]`` size, read by `ingestaudit.inputs.read_input_bytes`). Ask the store for ``k + 1`` results on self queries
-(the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
+its ``[limits]`` size, read by `ingestaudit.inputs.read_input_bytes`). Ask the store for ``k + 1`` results on self
+queries (the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
 recall denominators and counted (``detail["no_prediction"]`` of the rows, ``details["queries"]["unanswered"]``),
 never a recall of 0. A bad line never stops the audit of the others: a query whose answer cannot be audited (a
 malformed line that still names it, a repeat, a result id not in ``vector_ids.json``; and, while some line cannot be
