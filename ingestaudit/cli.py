@@ -11,6 +11,7 @@ to stderr; every name from the corpus is printed with its control characters mad
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
@@ -194,7 +195,8 @@ def run(
 
     try:
         found = discover(corpus)
-        cfg_path = config if config is not None else (corpus / CONFIG_NAME if (corpus / CONFIG_NAME).is_file() else None)
+        own = corpus / CONFIG_NAME  # a FIFO or a device is read (and refused), never ignored (issue 30)
+        cfg_path = config if config is not None else (own if os.path.lexists(own) else None)
         cfg = load_config(cfg_path, trusted=config is not None)  # a corpus's own toml is untrusted
     except (CorpusError, ConfigError) as exc:
         _fail(str(exc))
@@ -291,7 +293,7 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     from ingestaudit.config import Limits
 
     limits = Limits()  # the size limits (issue 15): the corpus's own [limits] may lower them
-    if (corpus / CONFIG_NAME).is_file():
+    if os.path.lexists(corpus / CONFIG_NAME):  # a FIFO or a device is a problem, never ignored (issue 30)
         try:
             cfg = load_config(corpus / CONFIG_NAME, trusted=False)  # module paths are a problem (issue 15)
         except ConfigError as exc:
@@ -341,7 +343,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
         from ingestaudit.questions import load_questions, unknown_filter_fields
 
         try:
-            qset = load_questions(found.questions, found.questions.name, truths, limits)
+            qset = load_questions(found.questions, found.questions.name, truths, limits,
+                                  {d.doc_id: d for d in found.documents})
             n_questions = len(qset.questions)
             problems += [str(p) for p in qset.problems]
             warnings += [f"{p}; a question is an error for every pipeline none of whose chunks carry it"
@@ -540,8 +543,6 @@ def report(
     """Re-render a report.json: its headline in the terminal, and optionally the HTML and Markdown views."""
     import json as _json
 
-    import os
-
     from ingestaudit.io import OutputError, check_output_file, describe, folder_ids, write_atomic
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
@@ -554,11 +555,15 @@ def report(
     except ReportError as exc:
         _fail(str(exc))
     timings = report_json.parent / "timings.json"
-    if timings.is_file():
+    if os.path.lexists(timings):  # read as any user file (issue 30): a FIFO or a device is named, never waited on
+        from ingestaudit.inputs import InputFileError, read_input_text
+        from ingestaudit.report.schema import REPORT_BYTES
+
         try:
-            rep.timings = _json.loads(timings.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
+            rep.timings = _json.loads(read_input_text(timings, max_bytes=REPORT_BYTES, limit="REPORT_BYTES"))
+        except (InputFileError, ValueError, RecursionError) as exc:
+            _stderr().print(terminal_text(f"warning: {timings}: not read ({exc}); the timings are not shown"),
+                            style="yellow", highlight=False, markup=False, soft_wrap=True)
     trend = None
     if history is not None:
         from ingestaudit.report.history import HistoryError, trends

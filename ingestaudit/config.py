@@ -39,6 +39,9 @@ Example::
     questions_bytes = 33554432              # questions.jsonl
     question_line_chars = 1048576           # one line of questions.jsonl, in code points
     pipelines = 64                          # pipelines of one run, --sweep variants counted
+    output_bytes = 268435456                # one per-document output file of --outputs
+    results_bytes = 536870912               # retrieval.jsonl, ann_results.jsonl, vector_ids.json of --outputs
+    vectors_bytes = 8589934592              # vectors.npy of --outputs
 
 A corpus's own ``ingestaudit.toml`` is untrusted input (issue 15): `untrusted_fields` lists what only the user may
 set there (module paths, folders written to, model folders, a scheduler, limits above their defaults).
@@ -57,10 +60,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from ingestaudit.schema_keys import PAGES, unknown_key
 
 CONFIG_NAME = "ingestaudit.toml"
-
 CONFIG_BYTES = 1 << 20
 """The largest configuration file read (1 MiB; a corpus's own ``ingestaudit.toml`` or a ``--config`` file): a
-bigger one is refused after reading one byte more, never parsed (issue 30). Not a ``[limits]`` key: the file holding
+bigger one is refused (`ingestaudit.inputs.read_input_text` reads no more than that), never parsed (issue 30). Not a ``[limits]`` key: the file holding
 the limits cannot set its own."""
 
 
@@ -102,7 +104,11 @@ class RunConfig(_Strict):
 class Limits(_Strict):
     """The ``[limits]`` table: input size limits, enforced for every item (issue 15).
 
-    Sizes are checked with ``stat`` before a file is read. A document any of whose files is over a limit is not
+    Sizes are checked with ``stat`` before a file is read; a file from outside the corpus (outputs; and, under fixed
+    limits since no configuration is read before them, a report and its store read back and a configuration file:
+    `ingestaudit.report.schema.REPORT_BYTES`, `ingestaudit.report.schema.STORE_BYTES`, `CONFIG_BYTES`) is read
+    through `ingestaudit.inputs.read_input_bytes`, which also refuses what is not a regular file (a FIFO, a device, a
+    folder), through links too, naming it. A document any of whose files is over a limit is not
     audited: each of its rows is ``skipped`` with a reason naming the file, the limit (``limits.<name>``) and the
     value, and the run lists it once among its failures (stage ``limits``); `ingestaudit validate` reports it as a
     problem. A questions.jsonl line over a limit is a problem of that line (the question is left out), and a
@@ -128,6 +134,14 @@ class Limits(_Strict):
     pipelines: StrictInt = Field(default=64, ge=1, description="pipelines of one run, sweep variants counted "
                                  "(pipelines x the product of the --sweep value counts, counted before any is built); "
                                  "over it the run is refused (exit 2)")
+    output_bytes: StrictInt = Field(default=256 << 20, ge=1, description="bytes of one per-document output file of "
+                                    "--outputs (.json, .txt, .md, PAGE/ALTO XML): over it, that document's parse is "
+                                    "an error")
+    results_bytes: StrictInt = Field(default=512 << 20, ge=1, description="bytes of an outputs folder's "
+                                     "retrieval.jsonl, ann_results.jsonl or vector_ids.json: over it, the stage's "
+                                     "rows of that pipeline are errors")
+    vectors_bytes: StrictInt = Field(default=8 << 30, ge=1, description="bytes of an outputs folder's vectors.npy "
+                                     "(read into memory): over it, that pipeline's index rows are errors")
 
 
 class ReportConfig(_Strict):
@@ -169,14 +183,12 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
     """
     if path is None:
         return Config()
+    from ingestaudit.inputs import InputFileError, read_input_text
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(CONFIG_BYTES + 1)  # never more: a huge file (or a device) is not read on
-        if len(data) > CONFIG_BYTES:
-            raise ConfigError(f"{path}: over {CONFIG_BYTES} bytes (1 MiB), the size limit of a configuration file")
-        raw = tomllib.loads(data.decode("utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: unreadable ({exc.strerror})") from None
+        raw = tomllib.loads(read_input_text(path, max_bytes=CONFIG_BYTES, limit="CONFIG_BYTES"))
+    except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named, never ignored
+        raise ConfigError(str(exc)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     try:

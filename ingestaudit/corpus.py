@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingestaudit.document import Document
+from ingestaudit.inputs import file_kind
 from ingestaudit.truth import Problem, over_size
 
 if TYPE_CHECKING:
@@ -159,10 +159,6 @@ def allowed_link_roots(extra: Iterable[Path | str] = ()) -> tuple[Path, ...]:
     return tuple(Path(p).resolve() for p in listed if str(p))
 
 
-_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
-
-
 def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str | None:
     """Why ``path`` must not be read as a corpus file, or None when it may be: it is not a regular file (a FIFO, a
     socket or a device, itself or through a link), or its resolved path is neither under ``root`` nor under one of
@@ -172,8 +168,8 @@ def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str |
         st = path.stat()
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
-    if not stat.S_ISREG(st.st_mode):
-        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    kind = file_kind(st.st_mode)
+    if kind is not None:
         return f"{kind}, not a regular file: not read"
     try:
         real = path.resolve(strict=True)

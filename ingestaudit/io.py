@@ -1,4 +1,5 @@
-"""File output: where ingestaudit may write, and writing a report's files together (issue 15).
+"""File output: where ingestaudit may write, and writing a report's files together (issue 15). (Reading a user's
+files: `ingestaudit.inputs`.)
 
 * `check_output_folder` / `check_output_file`, before any work: the target is a folder (or can be created), is
   writable (probed with a temporary file), and is not inside the corpus, by path or by device and inode (a bind
@@ -16,7 +17,6 @@ commit; SIGINT and SIGTERM are held back during the renames (a few microseconds 
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import signal
@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.inputs import describe  # noqa: F401  (callers import it from here too)
 from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX
 
 
@@ -53,11 +54,6 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def describe(exc: OSError) -> str:
-    """``exc``'s reason in words (``No space left on device``), without the path."""
-    return exc.strerror or (errno.errorcode.get(exc.errno or 0, "") if exc.errno else "") or str(exc)
 
 
 # --- where outputs may go -------------------------------------------------------------------------------------------

@@ -107,3 +107,16 @@ def _order(field: str) -> list[Any]:
     import re
 
     return [int(part) if part.isdigit() else part for part in re.split(r"\[(\d+)\]", field)]
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON lines file (``questions.jsonl``, ``retrieval.jsonl``, ``ann_results.jsonl``), split on
+    ``"\\n"`` only, each without its ``"\\r"`` of a CRLF end; line ``n`` (1-based) is ``[n - 1]``.
+
+    Not `str.splitlines`: it also breaks at U+2028, U+2029, U+0085, U+000B, U+000C, U+001C-U+001E, characters a valid
+    JSON string may hold unescaped, which cut a line in two and shifted every later line number (issue 30).
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no line
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
+from ingestaudit.document import Document
 from ingestaudit.schema_keys import PAGES, unknown_key
 from ingestaudit.truth import Problem, Truth
 
@@ -38,7 +39,10 @@ class Evidence(_Strict):
                                                                               "it (instead of a span); one of the "
                                                                               "document's labelled headings, white "
                                                                               "space and case aside")
-    page: StrictInt | None = Field(default=None, ge=1, description="a page, 1-based (instead of a span or a section)")
+    page: StrictInt | None = Field(default=None, ge=1, description="a page, 1-based (instead of a span or a "
+                                   "section), of a paged document: past a PDF's page count or on a format without "
+                                   "pages (.txt, .html...) it is a label error; the reference parser cannot check "
+                                   "it (such a question is skipped there)")
     grade: StrictInt = Field(default=1, ge=1, description="graded relevance (the gain of graded metrics such as nDCG)")
 
     @model_validator(mode="after")
@@ -124,7 +128,8 @@ def _field(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: Any = None) -> QuestionSet:
+def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: Any = None,
+                   documents: Mapping[str, Document] | None = None) -> QuestionSet:
     """Read and validate ``questions.jsonl``.
 
     Args:
@@ -134,21 +139,27 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: An
         limits: the size limits (`ingestaudit.config.Limits`, default its defaults): a file over
             ``questions_bytes`` is one problem and is never read; a line longer than ``question_line_chars`` or
             nested deeper than ``json_depth`` is a problem of that line (``limit`` set), its question left out.
+        documents: the corpus's documents by id: page items are checked against their page count (`page_count`);
+            None checks no page.
 
-    Checks, each a `Problem` with ``field`` = ``line N: <field path>``: invalid JSON or a non-object line, schema
-    errors (unknown keys, wrong types: ``true`` or ``12.0`` are not offsets), duplicate ids, an unknown document, a span
-    on a document without reference text, a span outside the reference text, a section on a document without
-    labelled headings or that is none of them. A question with a problem is left out;
-    the others are kept. Blank lines are skipped.
+    Lines are split on ``"\n"`` only (`ingestaudit.jsonlimits.jsonl_lines`): a U+2028 or U+0085 inside a string
+    is not a line break. Checks, each a `Problem` with ``field`` = ``line N: <field path>``: invalid JSON or a
+    non-object line, schema errors (unknown keys, wrong types: ``true`` or ``12.0`` are not offsets), duplicate ids,
+    an unknown document, a span on a document without reference text, a span outside the reference text, a section
+    on a document without labelled headings or that is none of them, a page past the document's page count or on a
+    document without pages (a ``.txt``). A question with such a problem is left out; the others are kept. An
+    evidence item repeated in one question (the same item twice) is a problem too, but its question is kept with
+    the item once: repeats never add weight to a question. Blank lines are skipped.
 
     Raises:
         OSError: the file cannot be read (the caller names it).
     """
     from ingestaudit.config import Limits
-    from ingestaudit.jsonlimits import loads_limited
+    from ingestaudit.jsonlimits import jsonl_lines, loads_limited
     from ingestaudit.truth import over_size
 
     limits = limits or Limits()
+    pages: dict[str, int | None] = {}  # doc id -> `page_count`, counted once per document
     questions: list[Question] = []
     problems: list[Problem] = []
     rejected: list[tuple[Question, str]] = []
@@ -158,7 +169,7 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: An
         return QuestionSet((), (big,))
     with path.open(encoding="utf-8-sig", errors="strict", newline="") as fh:  # a leading byte-order mark is not a line
         try:
-            lines = fh.read().splitlines()
+            lines = jsonl_lines(fh.read())
         except UnicodeDecodeError as exc:
             return QuestionSet((), (Problem(rel, "", f"not UTF-8 ({exc.reason} at byte {exc.start})"),))
     for n, line in enumerate(lines, start=1):
@@ -187,7 +198,9 @@ def load_questions(path: Path, rel: str, truths: Mapping[str, Truth], limits: An
         except ValidationError as exc:
             problems += _schema_problems(exc, rel, where)
             continue
-        bad = _evidence_problems(q, truths, rel, where)
+        q, repeats = _once(q, rel, where)
+        problems += repeats
+        bad = _evidence_problems(q, truths, rel, where) + _page_problems(q, documents, pages, limits, rel, where)
         if q.id in seen:
             bad.append(Problem(rel, f"{where}: id", f"duplicate id {q.id!r} (first on line {seen[q.id]})"))
         else:
@@ -266,6 +279,78 @@ def _evidence_problems(q: Question, truths: Mapping[str, Truth], rel: str, where
         elif ev.end > len(truth.text):  # type: ignore[operator]
             out.append(Problem(rel, f"{field}.end", f"span [{ev.start}, {ev.end}) is outside the reference text of "
                                                     f"{ev.doc!r} ({len(truth.text)} code points)"))
+    return out
+
+
+def _once(q: Question, rel: str, where: str) -> tuple[Question, list[Problem]]:
+    """``q`` with each repeated evidence item kept once (its first place), and one problem per repeat naming both
+    places: 50,000 copies of one item must not outweigh every other question in micro recall."""
+    first: dict[Evidence, int] = {}
+    problems = []
+    for i, ev in enumerate(q.relevant):
+        if ev in first:
+            problems.append(Problem(rel, f"{where}: relevant[{i}]", f"repeats relevant[{first[ev]}] (the same "
+                                    "evidence item): counted once"))
+        else:
+            first[ev] = i
+    if not problems:
+        return q, []
+    return q.model_copy(update={"relevant": list(first)}), problems
+
+
+TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".html", ".htm", ".xml", ".json", ".jsonl", ".csv",
+                           ".tsv", ".eml"})
+"""Source formats without pages: a page evidence item on such a document is a label error."""
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp"})
+"""Single-page image formats (a TIFF may hold several pages: counted by its frames)."""
+
+
+def page_count(document: Document, max_bytes: int | None = None) -> int | None:
+    """The pages of a source document, for checking page evidence: a PDF's page count (MuPDF), 1 for a
+    single-page image, a TIFF's frames (Pillow), 0 for a format without pages (`TEXT_SUFFIXES`); None when it
+    cannot be told (another format, a file over ``max_bytes`` (``limits.doc_bytes``) or that does not open, an
+    encrypted PDF): such items are not checked here."""
+    suffix = document.suffix
+    if suffix in TEXT_SUFFIXES:
+        return 0
+    if suffix in IMAGE_SUFFIXES:
+        return 1
+    try:
+        if max_bytes is not None and document.path.stat().st_size > max_bytes:
+            return None
+        if suffix == ".pdf":
+            import pymupdf
+
+            with pymupdf.open(document.path, filetype="pdf") as doc:
+                return None if doc.needs_pass else int(doc.page_count)
+        if suffix in (".tif", ".tiff"):
+            from PIL import Image
+
+            with Image.open(document.path) as im:
+                return int(getattr(im, "n_frames", 1))
+    except Exception:  # a file that does not open: its parse reports it; the label is not judged on it
+        return None
+    return None
+
+
+def _page_problems(q: Question, documents: Mapping[str, Document] | None, pages: dict[str, int | None],
+                   limits: Any, rel: str, where: str) -> list[Problem]:
+    """A problem per page item past its document's page count (`page_count`, cached in ``pages``) or on a
+    document without pages: a label error, never a page the parser lost."""
+    out = []
+    for i, ev in enumerate(q.relevant):
+        doc = documents.get(ev.doc) if documents is not None and ev.kind == "page" else None
+        if doc is None:
+            continue
+        if ev.doc not in pages:
+            pages[ev.doc] = page_count(doc, limits.doc_bytes)
+        n = pages[ev.doc]
+        if n == 0:
+            out.append(Problem(rel, f"{where}: relevant[{i}].page", f"page {ev.page} of {ev.doc!r}: a "
+                                    f"{doc.suffix} document has no pages (give a span, a section or the document)"))
+        elif n is not None and ev.page > n:  # type: ignore[operator]
+            out.append(Problem(rel, f"{where}: relevant[{i}].page", f"page {ev.page} is past the last page of "
+                                    f"{ev.doc!r} ({n} page{'s' if n != 1 else ''})"))
     return out
 
 

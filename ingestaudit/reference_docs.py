@@ -283,10 +283,11 @@ def questions_page() -> str:
     from ingestaudit.questions import Question
 
     out = _header("Labelled questions", (
-        "`questions.jsonl` at the corpus root: one JSON object per line (blank lines are skipped), for the chunking, "
-        "index and retrieval stages. Every problem names the line and the field; a bad line never hides the valid "
-        "ones. An evidence item is a span of a document's reference text (`start` and `end`), a `section` (a "
-        "heading's text), a `page`, or the whole document (only `doc`)."))
+        "`questions.jsonl` at the corpus root: one JSON object per line (lines end at \"\\n\" only: a U+2028 or "
+        "U+0085 inside a string is text; blank lines are skipped), for the chunking, index and retrieval stages. "
+        "Every problem names the line and the field; a bad line never hides the valid ones. An evidence item is a "
+        "span of a document's reference text (`start` and `end`), a `section` (a heading's text), a `page`, or the "
+        "whole document (only `doc`). An item given twice in one question is a problem and counts once."))
     out += schema_sections(Question, "Keys of a question line (Question)")
     return "\n".join(out).rstrip() + "\n"
 

@@ -17,6 +17,7 @@ process alike), so the vectors, and every index and retrieval number, cannot dep
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,7 +42,7 @@ from ingestaudit.parsers.routing import ParserSpec, Unrouted, parser_spec
 from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.tables import headline_keys
-from ingestaudit.pipeline import Pipeline, StageChoice
+from ingestaudit.pipeline import PRECOMPUTED, Pipeline, StageChoice
 from ingestaudit.questions import QuestionSet, load_questions
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserRoute, ParseWarning, PipelineInfo,
                                        Report, StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
@@ -770,7 +771,8 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
         for si, stage, auditor in stages:
             embed = _question_embedder(pipe, config.run.cache_dir)
             ctx = PipelineContext(pipe, docs, list(questions.questions), question_classes, embed,
-                                  config.run.min_span_coverage, config.run.seed, list(rejected or ()))
+                                  config.run.min_span_coverage, config.run.seed, list(rejected or ()),
+                                  config.limits)
             try:
                 result = auditor.audit_pipeline(ctx)
             except Exception as exc:  # one stage failing never stops the report
@@ -839,8 +841,45 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
         for name in ("cleaner", "chunker", "embedder", "index", "retriever"):
             choice = pipe.stage(name)
             stages[name] = _stage_info(name, choice, config.run.cache_dir)
+        stages.update(_user_sources(pipe, config, stages))
     return PipelineInfo(name=pipe.name, kind="precomputed" if pipe.precomputed_root else "configured",
                         stages=stages, routes=routes)
+
+
+def _user_sources(pipe: Pipeline, config: Config, stages: dict[str, StageInfo]) -> dict[str, StageInfo]:
+    """The stages whose output a precomputed pipeline's own files replace, as the report names them (issue 30): the
+    ``retriever`` when its folder holds ``retrieval.jsonl`` (``implementation`` ``"precomputed"``, ``settings.source``
+    the file, relative to ``--outputs``), and with ``vectors.npy`` (the index auditor's ``use_user_results`` on)
+    the ``embedder``'s chunk vectors (``settings.chunk_vectors``; questions are still embedded by it) and the
+    ``index``: ``"precomputed"`` with ``ann_results.jsonl`` (the user's answers are audited), else the configured
+    index built on the user's vectors (``settings.vectors``). An entry that exists but cannot be read is named all
+    the same: its rows are errors, never the tool's own stage."""
+    from ingestaudit.auditors.index import has_user_vectors
+    from ingestaudit.auditors.retrieval import user_results_file
+
+    folder = pipe.folder
+    out: dict[str, StageInfo] = {}
+    if folder is None:
+        return out
+    results = user_results_file(folder)
+    if results is not None and "retrieval" in config.run.stages:
+        out["retriever"] = StageInfo(implementation=PRECOMPUTED, version="external",
+                                     settings={"source": f"{folder.name}/{results.name}"})
+    use_user = config.auditor_options.get("index", {}).get("use_user_results", True)
+    if "index" not in config.run.stages or not use_user:
+        return out
+    vectors = f"{folder.name}/vectors.npy" if has_user_vectors(folder) else None
+    if vectors is not None:
+        emb = stages["embedder"]
+        out["embedder"] = emb.model_copy(update={"settings": {**emb.settings, "chunk_vectors": vectors}})
+    answers = folder / "ann_results.jsonl"
+    if os.path.lexists(answers):  # without vectors.npy too: its rows are then errors that say so
+        out["index"] = StageInfo(implementation=PRECOMPUTED, version="external",
+                                 settings={"source": f"{folder.name}/{answers.name}", "vectors": vectors})
+    elif vectors is not None:
+        idx = stages["index"]
+        out["index"] = idx.model_copy(update={"settings": {**idx.settings, "vectors": vectors}})
+    return out
 
 
 def _stage_info(name: str, choice: StageChoice, cache_dir: str | None) -> StageInfo:
@@ -895,7 +934,8 @@ def _load_question_set(corpus: Corpus, truths: dict[str, Truth], limits: Any = N
     if corpus.questions is None:
         return QuestionSet()
     try:
-        return load_questions(corpus.questions, corpus.questions.name, truths, limits)
+        return load_questions(corpus.questions, corpus.questions.name, truths, limits,
+                              {d.doc_id: d for d in corpus.documents})
     except OSError as exc:
         from ingestaudit.truth import Problem
 
@@ -1004,7 +1044,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
     context = tuple((s, contexts.get(s, ())) for s, _ in stage_args if s in contexts)
     evidence = _evidence_by_doc(questions)
-    specs = {p.name: parser_spec(p, config.parser_options) for p in pipelines}
+    specs = {p.name: parser_spec(p, config.parser_options, config.limits) for p in pipelines}
     unsendable_pipes = {}
     for p in pipelines:  # what every task of a pipeline shares: pickled once (the truths were, as they spilled)
         probe = Task(Document("", "", Path(".")), "", Truth(), p, specs[p.name], stage_args, (),

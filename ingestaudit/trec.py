@@ -130,19 +130,33 @@ class TrecEvaluation:
 # ------------------------------------------------------------------------------------------------ reading
 
 
+TREC_BYTES = 4 << 30
+"""Largest qrels or run file read, in bytes (read a line at a time; a fixed limit: ``eval`` reads no configuration)."""
+
+
 def _lines(path: Path):
-    """Yield ``(line number, fields)`` of the non-blank lines of ``path`` (UTF-8; a BOM is dropped)."""
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise TrecFormatError(path, number, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-            if number == 1:
-                text = text.removeprefix("\ufeff")
-            fields = text.split()
-            if fields:
-                yield number, fields
+    """Yield ``(line number, fields)`` of the non-blank lines of ``path`` (UTF-8; a BOM is dropped), opened by
+    `ingestaudit.inputs.open_input_file`: a FIFO, a device or a folder is a whole-file `TrecFormatError`, never waited
+    on nor read without end."""
+    from ingestaudit.inputs import InputFileError, open_input_file
+
+    try:
+        with open_input_file(path, max_bytes=TREC_BYTES, limit="TREC_BYTES") as fh:
+            for number, raw in enumerate(fh, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise TrecFormatError(path, number, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+                                          ) from None
+                if number == 1:
+                    text = text.removeprefix("\ufeff")
+                fields = text.split()
+                if fields:
+                    yield number, fields
+    except InputFileError as exc:  # only the open raises it
+        if exc.oserror is not None:  # missing, no permission: as any unreadable file
+            raise exc.oserror from None
+        raise TrecFormatError(path, None, exc.reason) from None
 
 
 def read_qrels(path: Path | str) -> dict[str, dict[str, int]]:

@@ -187,6 +187,8 @@ class PipelineContext:
         rejected_questions: ``(question id, stratum, message)`` of each question that failed validation (unknown
             document, span outside the reference text); the message names the file, line and field. The retrieval
             auditor gives them ``error`` rows so that no question leaves the counts unsaid.
+        limits: the run's `ingestaudit.config.Limits` (None: the defaults): the size limits of the user's files an
+            auditor reads (``retrieval.jsonl``, ``vectors.npy``...).
     """
 
     pipeline: Any
@@ -197,6 +199,13 @@ class PipelineContext:
     min_span_coverage: float
     seed: int
     rejected_questions: list[tuple[str, str, str]] = field(default_factory=list)
+    limits: Any = None
+
+    def input_limits(self) -> Any:
+        """``limits``, or the default `ingestaudit.config.Limits` when None."""
+        from ingestaudit.config import Limits
+
+        return self.limits if self.limits is not None else Limits()
 
 
 @dataclass

@@ -10,6 +10,9 @@ Per pipeline, over the chunk vectors of the run (or a user's ``vectors.npy``):
   chunks and stay valid neighbours; its candidates are the other ``n - 1`` vectors. Without questions the sampled
   chunks are the only queries: the label-free corpus monitor (``ingestaudit run CORPUS --stage index``).
 - **ground truth**: exact search with the index's own metric (FAISS brute force, `exact_search`, batches of queries).
+- **zero vectors**: a query whose neighbours are undefined is an ``error`` (left out of every recall, listed in
+  ``details["queries"]["undefined"]`` and among the run's failures, each named): every query when every indexed
+  vector is zero (every score ties, so any answer would score recall 1), and under cosine each zero query vector.
 - **rows** (corpus level, per class and ``__all__``; label ``""`` = unfiltered queries, ``"filtered"`` = questions
   with a metadata filter, searched with a FAISS ``IDSelectorBatch`` inside the ANN search against exact search among
   the rows that pass): ``index.recall@k``, ``index.recall_tie_aware@k`` (micro Σ hits / Σ min(k, n); seeded
@@ -44,8 +47,10 @@ A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.n
 ``"<doc id>#<chunk index>"``, chunks of the run's chunker) replace the run's vectors, and ``ann_results.jsonl``
 (``{"query": id, "results": [ids]}``, ids of vectors; a query id is a question id or a vector id, the latter a self
 query) replaces the HNSW index: the auditor computes the exact ground truth itself and audits the user's answers, so
-a production store is audited without ingestaudit knowing it. Ask the store for ``k + 1`` results on self queries
-(the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
+a production store is audited without ingestaudit knowing it (``ann_results.jsonl`` without ``vectors.npy`` is an
+``error``, never ignored for the run's own index; so is any of these files that is not a regular file or is over
+its ``[limits]`` size, read by `ingestaudit.inputs.read_input_bytes`). Ask the store for ``k + 1`` results on self
+queries (the query's own id is dropped). A question absent from ``ann_results.jsonl`` is ``no_prediction``: left out of the
 recall denominators and counted (``detail["no_prediction"]`` of the rows, ``details["queries"]["unanswered"]``),
 never a recall of 0. A bad line never stops the audit of the others: a query whose answer cannot be audited (a
 malformed line that still names it, a repeat, a result id not in ``vector_ids.json``; and, while some line cannot be
@@ -59,6 +64,7 @@ checked against the embedder's, with or without questions).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,6 +73,9 @@ from typing import Any
 import numpy as np
 
 from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
+from ingestaudit.config import Limits
+from ingestaudit.inputs import InputFileError, open_input_file, read_input_text
+from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import ann
 from ingestaudit.metrics.intervals import bootstrap_ratio, wilson
@@ -160,25 +169,32 @@ class UserIndexError(ValueError):
 
 # --- reading a user's own index --------------------------------------------------------------------------------------
 
-def read_user_vectors(folder: str | Path) -> tuple[np.ndarray, list[str]]:
+def read_user_vectors(folder: str | Path, limits: Any = None) -> tuple[np.ndarray, list[str]]:
     """Read a user's embeddings: ``folder/vectors.npy`` (a 2-D float array, ``numpy.load(allow_pickle=False)``) and
-    ``folder/vector_ids.json`` (a JSON list of unique non-empty strings, one per row).
+    ``folder/vector_ids.json`` (a JSON list of unique non-empty strings, one per row), each through
+    `ingestaudit.inputs.open_input_file` with ``limits`` (`ingestaudit.config.Limits`, default its defaults:
+    ``vectors_bytes``, ``results_bytes``).
 
     Returns:
         ``(vectors float32 (n, d), ids)``.
 
     Raises:
-        UserIndexError: a missing or unreadable file, a non-2-D or non-float array, NaN or infinity (first row named),
+        UserIndexError: a missing or unreadable file, one that is not a regular file (a FIFO, a device) or is over
+            its limit, a non-2-D or non-float array, NaN or infinity (first row named),
             ids that are not a list of unique non-empty strings, or a count that differs from the rows; the message
             names the file.
     """
     folder = Path(folder)
+    limits = limits if limits is not None else Limits()
     vpath, ipath = folder / "vectors.npy", folder / "vector_ids.json"
     for p in (vpath, ipath):
-        if not p.is_file():
+        if not os.path.lexists(p):
             raise UserIndexError(f"{p}: missing (a user's vectors need vectors.npy and vector_ids.json)")
     try:
-        raw = np.load(vpath, allow_pickle=False)
+        with open_input_file(vpath, max_bytes=limits.vectors_bytes, limit="limits.vectors_bytes") as fh:
+            raw = np.load(fh, allow_pickle=False)
+    except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named, never the run's vectors
+        raise UserIndexError(str(exc)) from None
     except Exception as exc:
         raise UserIndexError(f"{vpath}: not a readable .npy array ({type(exc).__name__}: {exc})") from None
     if not isinstance(raw, np.ndarray) or not np.issubdtype(raw.dtype, np.floating):
@@ -188,8 +204,10 @@ def read_user_vectors(folder: str | Path) -> tuple[np.ndarray, list[str]]:
     except IndexInputError as exc:
         raise UserIndexError(str(exc)) from None
     try:
-        ids = json.loads(ipath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        ids = json.loads(read_input_text(ipath, max_bytes=limits.results_bytes, limit="limits.results_bytes"))
+    except InputFileError as exc:
+        raise UserIndexError(str(exc)) from None
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise UserIndexError(f"{ipath}: not readable JSON ({exc})") from None
     if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
         raise UserIndexError(f"{ipath}: expected a JSON list of non-empty strings, one id per row of vectors.npy")
@@ -232,7 +250,7 @@ def _where(ann_results: Mapping[str, Any], query: str) -> str:
     return ann_results.where(query) if isinstance(ann_results, AnnResults) else "ann_results"
 
 
-def read_ann_results(path: str | Path) -> AnnResults:
+def read_ann_results(path: str | Path, max_bytes: int | None = None) -> AnnResults:
     """Read a user's ANN answers, ``ann_results.jsonl``: one JSON object per line, ``{"query": str, "results":
     [str, ...]}`` (result ids best first, as the store returned them). Blank lines are skipped.
 
@@ -245,14 +263,21 @@ def read_ann_results(path: str | Path) -> AnnResults:
         `AnnResults`: ``query id -> result ids``, file order, with the line of every query, ``errors`` and
         ``unreadable``.
 
+    Lines are split on ``"\n"`` only (`ingestaudit.jsonlimits.jsonl_lines`), so a U+2028 inside a string never
+    shifts a line number; the file is read by `ingestaudit.inputs.read_input_text`, at most ``max_bytes`` (default
+    ``[limits] results_bytes``).
+
     Raises:
-        UserIndexError: the file cannot be read or is not UTF-8.
+        UserIndexError: the file cannot be read, is not a regular file (a FIFO, a device: never waited on nor read
+            without end), is over the limit, or is not UTF-8.
     """
     path = Path(path)
+    limit = Limits().results_bytes if max_bytes is None else max_bytes
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a leading byte-order mark is not a line
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserIndexError(f"{path}: unreadable ({exc})") from None
+        text = read_input_text(path, max_bytes=limit, limit="limits.results_bytes", bom=True)
+    except InputFileError as exc:
+        raise UserIndexError(str(exc)) from None
+    lines = jsonl_lines(text)
     out = AnnResults(path=path)
     repeated: set[str] = set()  # queries already given twice: their first repeat's message stands
     for no, line in enumerate(lines, 1):
@@ -301,6 +326,22 @@ def _line_problem(obj: Any) -> str | None:
 
 
 # --- the audit -------------------------------------------------------------------------------------------------------
+
+def _undefined_queries(keys: Sequence[str], q_vecs: Sequence[np.ndarray], idx_norms: Mapping[str, Any],
+                       metric: str) -> dict[str, str]:
+    """Queries whose nearest neighbours are undefined, each with why (issue 30): every query when every indexed
+    vector is a zero vector (every score ties: any answer would score recall 1), and, under cosine, each query
+    that is itself a zero vector (a sampled zero chunk or a question embedded as zeros: its cosine with anything is
+    0/0). Such a query is an ``error``, left out of every recall and named, never a recall of 1."""
+    if idx_norms.get("zero") and idx_norms["zero"] == idx_norms.get("n"):
+        why = (f"every one of the {idx_norms['n']} indexed vectors is a zero vector: nearest neighbours are "
+               "undefined (every score ties)")
+        return {k: why for k in keys}
+    if metric != "cosine":
+        return {}
+    return {k: "a zero vector: its cosine neighbours are undefined (0/0)" for k, v in zip(keys, q_vecs)
+            if not np.any(v)}
+
 
 @dataclass
 class _Queries:
@@ -440,12 +481,13 @@ def _sums(s: _Scored, mask: np.ndarray, ks: tuple[int, ...]) -> dict[str, Any]:
 
 
 def _empty_state(s: _Scored, mask: np.ndarray) -> tuple[State, str]:
-    """Why a row has no counted query: some query's answer is unusable (error: a bad line of a user's
-    ann_results.jsonl), every query with a candidate is unanswered (no_prediction), or none has a candidate
-    (no_reference)."""
+    """Why a row has no counted query: some query is an error (an unusable answer: a bad line of a user's
+    ann_results.jsonl; or no defined neighbours: a zero vector, `_undefined_queries`), every query with a candidate
+    is unanswered (no_prediction), or none has a candidate (no_reference)."""
     if (mask & s.errored).any():
         return State.ERROR, (f"{int((mask & s.errored).sum())} query(ies) of this row have an unusable answer in "
-                             "ann_results.jsonl (listed in the index details) and no other query is counted")
+                             "ann_results.jsonl or no defined neighbours (a zero vector; each listed in the index "
+                             "details) and no other query is counted")
     if (mask & s.valid & ~s.answered).any():
         return State.NO_PREDICTION, "no answer: the questions of this row are absent from ann_results.jsonl"
     return State.NO_REFERENCE, "no query with a candidate"
@@ -657,6 +699,9 @@ def _overview(details: dict[str, Any], kmax: int) -> dict[str, list[str]]:
     if q.get("errors_total"):
         warnings.append(f"{q['errors_total']} query(ies) with an unusable answer in ann_results.jsonl: error, left "
                         f"out of the recall denominators (first: {q['errors'][0]['reason']})")
+    if q.get("undefined_total"):
+        warnings.append(f"{q['undefined_total']} query(ies) without defined neighbours: error, left out of the recall "
+                        f"denominators (first: {q['undefined'][0]['query']!r}: {q['undefined'][0]['reason']})")
     if q.get("ann_results_problems_total"):
         warnings.append(f"{q['ann_results_problems_total']} line(s) of ann_results.jsonl name no query of this audit "
                         f"(first: {q['ann_results_problems'][0]})")
@@ -846,11 +891,14 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
             if a.size and (a.min() < 0 or a.max() >= n):
                 raise ValueError(f"query {q_ids[i]!r}: allowed rows outside [0, {n})")
         allowed.append(a)
+    undefined = _undefined_queries(keys, q_vecs, idx_norms, metric)  # zero vectors: no neighbours to recall
+    for key in undefined:
+        errors.pop(key, None)
     srows = np.array(self_rows, dtype=np.int64)
     ncand = np.array([(n - 1 if s >= 0 else n) if a is None else int(a.size) for s, a in zip(self_rows, allowed)],
                      dtype=np.int64)
     missing = set(unanswered)
-    errored = np.array([k in errors for k in keys], dtype=bool)
+    errored = np.array([k in errors or k in undefined for k in keys], dtype=bool)
     qs = _Queries(np.stack(q_vecs).astype(np.float32) if q_vecs else np.zeros((0, d), np.float32), keys, classes,
                   srows, allowed, ncand,
                   np.array([k not in missing or s >= 0 for k, s in zip(keys, self_rows)], dtype=bool) & ~errored,
@@ -983,6 +1031,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                           "unanswered_state": "no_prediction (left out of every recall denominator)",
                           "errors": [{"query": k, "reason": v} for k, v in list(errors.items())[:MAX_LISTED]],
                           "errors_total": len(errors),
+                          "undefined": [{"query": k, "reason": v} for k, v in list(undefined.items())[:MAX_LISTED]],
+                          "undefined_total": len(undefined),
                           "errors_state": "error (left out of every recall denominator, counted in the rows' "
                                           "detail.errors)",
                           "ann_results_problems": problems[:MAX_LISTED], "ann_results_problems_total": len(problems),
@@ -996,22 +1046,28 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
 # --- the runner's entry point ----------------------------------------------------------------------------------------
 
 def _answer_failures(queries: Mapping[str, Any]) -> list[str]:
-    """The run's failure messages for a user's answers: each query whose answer cannot be audited (named, with its
-    file and line) and each line that names no query, as listed in ``details["queries"]`` (the first `MAX_LISTED`
-    of each; the rest are counted in one more message)."""
+    """The run's failure messages for a user's answers and for queries without neighbours: each query whose answer
+    cannot be audited (named, with its file and line), each line that names no query, and each query that is a
+    zero vector (`_undefined_queries`), as listed in ``details["queries"]`` (the first `MAX_LISTED` of each; the
+    rest are counted in one more message each)."""
     out = [f"query {e['query']!r}: {e['reason']}" for e in queries.get("errors", [])]
     out += list(queries.get("ann_results_problems", []))
     more = (queries.get("errors_total", 0) - len(queries.get("errors", []))
             + queries.get("ann_results_problems_total", 0) - len(queries.get("ann_results_problems", [])))
     if more:
         out.append(f"{more} more unusable line(s) or answer(s) in ann_results.jsonl (see the index details)")
+    out += [f"query {e['query']!r}: {e['reason']}" for e in queries.get("undefined", [])]
+    more = queries.get("undefined_total", 0) - len(queries.get("undefined", []))
+    if more:
+        out.append(f"{more} more query(ies) without defined neighbours (see the index details)")
     return out
 
 
 def has_user_vectors(folder: str | Path | None) -> bool:
-    """True when ``folder`` (a precomputed pipeline's outputs) holds a user's ``vectors.npy``: the index audit then
-    reads those vectors and the run's own chunk vectors are not needed for it."""
-    return folder is not None and (Path(folder) / "vectors.npy").is_file()
+    """True when ``folder`` (a precomputed pipeline's outputs) holds an entry ``vectors.npy``: the index audit then
+    reads those vectors (a FIFO, a device or a broken link is refused, naming it: the run's own vectors are never
+    audited in their place) and the run's own chunk vectors are not needed for it."""
+    return folder is not None and os.path.lexists(Path(folder) / "vectors.npy")
 
 
 class IndexAuditor(PipelineAuditor):
@@ -1120,7 +1176,7 @@ class IndexAuditor(PipelineAuditor):
         ann_results = None
         if has_user_vectors(folder):
             source = str(Path(folder) / "vectors.npy")
-            vectors, ids = read_user_vectors(folder)
+            vectors, ids = read_user_vectors(folder, ctx.input_limits())
             for pos, cid in enumerate(ids):
                 if cid not in meta:
                     raise UserIndexError(f"{Path(folder) / 'vector_ids.json'}: id {cid!r} (position {pos}) does not "
@@ -1131,11 +1187,15 @@ class IndexAuditor(PipelineAuditor):
             if want is not None and vectors.shape[1] != want:
                 raise IndexInputError(f"{source}: dimension {vectors.shape[1]} does not match the pipeline "
                                       f"embedder's dimension ({want})")
-            if (Path(folder) / "ann_results.jsonl").exists():
-                ann_results = read_ann_results(Path(folder) / "ann_results.jsonl")
+            if os.path.lexists(Path(folder) / "ann_results.jsonl"):  # a FIFO too: refused, never the HNSW instead
+                ann_results = read_ann_results(Path(folder) / "ann_results.jsonl", ctx.input_limits().results_bytes)
             user = {"vectors": source, "user_vectors": len(ids), "chunks_without_user_vector": len(meta) - len(ids),
                     "chunks_embedded_by_the_run": sum(d.vectors is not None for d in docs) > 0}
         else:
+            if folder is not None and os.path.lexists(Path(folder) / "ann_results.jsonl"):  # never ignored
+                raise UserIndexError(f"{Path(folder) / 'ann_results.jsonl'}: needs the vectors it answers on, "
+                                     f"{Path(folder) / 'vectors.npy'} and vector_ids.json (its result ids name their "
+                                     "rows); without them the user's answers cannot be audited")
             source, user = "the chunk vectors", None
             embedded = [d for d in docs if d.vectors is not None]
             if not embedded:

@@ -22,6 +22,7 @@ filter (a filter violation, counted by ``retrieval.filter_violation``), so the `
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from ingestaudit.auditors.base import PipelineAuditor, PipelineContext, PipelineResult
+from ingestaudit.inputs import InputFileError, read_input_text
+from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.output_schemas import check_retrieval_keys
@@ -66,6 +69,12 @@ CONVENTIONS: dict[str, str] = {
                        "ten copies of one relevant chunk are precision@10 0.1, not 1",
     "no_evidence": "a question without evidence (answerable: false) is no_reference for the ranking metrics and "
                    "feeds abstention_auroc",
+    "page_evidence": "a page item is held by the chunks that start on that page; a page past the source document's "
+                     "page count, or on a format without pages (.txt), is a label error (a validate problem; the "
+                     "question is an error row, never lost_in_parsing); with the reference parser (one page, no page "
+                     "breaks) a question with page evidence is skipped with that reason",
+    "repeated_evidence": "an evidence item given twice in one question counts once (a validate problem): repeats "
+                         "never add weight to a question in micro recall",
     "invalid_question": "a question that fails validation (unknown document, span outside the reference text) is "
                         "an error row in every pipeline, its message naming the file, line and field: never left "
                         "out of the counts",
@@ -268,6 +277,11 @@ class _Run:
                 self._all_missing(out, q.id, cls, d.state, f"evidence document {doc} {verb}: {d.reason}")
                 unscored["failed"] += 1
                 continue
+            unchecked = self._unchecked_page(q)
+            if unchecked is not None:  # never a parsing loss: the parsed text cannot show the page
+                self._all_missing(out, q.id, cls, State.SKIPPED, unchecked)
+                unscored["failed"] += 1
+                continue
             self._note_confidence(top1, unscored, q.id, confidence)
             self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall)
         out.timings["query_latency_ms"] = _latency_summary(latencies)
@@ -379,10 +393,9 @@ class _Run:
         and approximate are not told apart: the ranking is the retriever's, its misses are ``missed_by_ranking``."""
         import json
 
-        folder = self.ctx.pipeline.folder
-        if folder is None or not (folder / "retrieval.jsonl").is_file():
+        path = user_results_file(self.ctx.pipeline.folder)
+        if path is None:
             return None
-        path = folder / "retrieval.jsonl"
         by_q: dict[str, tuple[Any, Any, float | None]] = {}
         first_line: dict[str, int] = {}
         repeated: set[str] = set()  # questions already given twice: their first repeat's message stands
@@ -390,10 +403,12 @@ class _Run:
         problems: list[str] = []
         malformed: list[str] = []
         known = {q.id for q in self.ctx.questions}
-        try:
-            lines = path.read_text(encoding="utf-8-sig").splitlines()  # a leading byte-order mark is not a line
-        except (OSError, UnicodeDecodeError) as exc:
-            return f"{path}: unreadable ({exc})"
+        try:  # a FIFO, a device, a file over limits.results_bytes: every question an error, never the dense search
+            text = read_input_text(path, max_bytes=self.ctx.input_limits().results_bytes,
+                                   limit="limits.results_bytes", bom=True)
+        except InputFileError as exc:
+            return str(exc)
+        lines = jsonl_lines(text)  # on "\n" only: U+2028 inside a string is not a line break
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -486,6 +501,20 @@ class _Run:
         if (doc, idx) not in self.row_of:
             return f"unknown chunk {chunk!r} of {doc!r} ({len(d.texts)} chunks)"
         return self.row_of[(doc, idx)]
+
+    def _unchecked_page(self, q: Any) -> str | None:
+        """Why question ``q`` cannot be scored by this pipeline, or None: a page evidence item with the
+        ``reference`` parser, whose text is the labelled reference text, one page without page breaks, so no page
+        can be found lost or kept (issue 30)."""
+        p = self.ctx.pipeline
+        if p.precomputed_root is not None or p.stage("parser").use != "reference":
+            return None
+        item = next((i for i, ev in enumerate(q.relevant) if ev.kind == "page"), None)
+        if item is None:
+            return None
+        return (f"relevant[{item}] is page evidence (page {q.relevant[item].page}), which the reference parser cannot "
+                "check: the reference text has no page breaks (give a span or a section to score it with "
+                "--parser reference)")
 
     def _unknown_filter_field(self, q: Any) -> str | None:
         """Why ``q``'s filter cannot be what its author meant: a field that none of this pipeline's chunks carry
@@ -682,6 +711,14 @@ class _Run:
                 "method": "model_calls, texts_embedded and tokens_embedded count this run's embedding-cache misses "
                           "(word pieces the model read, cut to its window, special tokens excluded); "
                           "chunk_word_pieces counts every chunk, uncut"}
+
+
+def user_results_file(folder: Path | None) -> Path | None:
+    """A precomputed pipeline's ``retrieval.jsonl`` when its outputs folder holds an entry of that name (a FIFO or
+    a broken link too: reading it then fails, naming it, and the search is never run in its place); else None."""
+    if folder is None or not os.path.lexists(folder / "retrieval.jsonl"):
+        return None
+    return folder / "retrieval.jsonl"
 
 
 def auroc(positives: list[float], negatives: list[float]) -> float:

@@ -15,13 +15,16 @@ the first is read and the others are named in the warnings. The runner makes one
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, model_validator
 
+from ingestaudit.config import Limits
 from ingestaudit.document import Document
+from ingestaudit.inputs import InputFileError, read_input_bytes, read_input_text
 from ingestaudit.jsonlimits import loads_limited
 from ingestaudit.model import BLOCK_KINDS, Block, ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError
@@ -29,6 +32,8 @@ from ingestaudit.schema_keys import PAGES, unknown_key
 
 #: Output file endings, in order of precedence.
 OUTPUT_SUFFIXES = (".json", ".txt", ".md", ".page.xml", ".alto.xml", ".xml")
+#: Default of the largest output file read, in bytes: the ``[limits] output_bytes`` default.
+OUTPUT_BYTES: int = Limits.model_fields["output_bytes"].default
 #: How ``pages`` are joined into ``text`` when a JSON output gives pages but no text.
 PAGE_SEPARATOR = "\n\n"
 
@@ -152,24 +157,34 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def read_output_json(path: Path) -> OutputFile:
-    """Parse and validate one JSON output file.
+def read_output_text(path: Path, max_bytes: int = OUTPUT_BYTES) -> str:
+    """One output file's UTF-8 text through `ingestaudit.inputs.read_input_text` (line ends as written).
 
     Raises:
-        ParserError: unreadable, not UTF-8, invalid JSON, a value past a `ingestaudit.jsonlimits` limit (nesting
-            deeper than its ``MAX_DEPTH``, an integer too long to convert), or schema errors; the message names the
-            file and every failing field.
+        ParserError: not a regular file (a FIFO, a device, a folder: named), over ``max_bytes``
+            (``limits.output_bytes``), unreadable or not UTF-8; the message starts with the path.
     """
     try:
-        raw, limits = loads_limited(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ParserError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        return read_input_text(path, max_bytes=max_bytes, limit="limits.output_bytes")
+    except InputFileError as exc:
+        raise ParserError(str(exc)) from None
+
+
+def read_output_json(path: Path, max_bytes: int = OUTPUT_BYTES) -> OutputFile:
+    """Parse and validate one JSON output file (read by `read_output_text`).
+
+    Raises:
+        ParserError: not a regular file, over ``max_bytes``, unreadable, not UTF-8, invalid JSON, a value past a
+            `ingestaudit.jsonlimits` limit (nesting deeper than its ``MAX_DEPTH``, an integer too long to convert), or
+            schema errors; the message names the file and every failing field.
+    """
+    text = read_output_text(path, max_bytes)
+    try:
+        raw, limits = loads_limited(text)
     except json.JSONDecodeError as exc:
         raise ParserError(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise ParserError(f"{path}: JSON nested too deeply to read") from None
-    except OSError as exc:
-        raise ParserError(f"{path}: unreadable ({exc.strerror or exc})") from None
     except ValueError as exc:  # anything else json refuses
         raise ParserError(f"{path}: invalid JSON ({exc})") from None
     if limits:  # checked before the schema: a 600-level structure must never reach pickling
@@ -195,8 +210,11 @@ class PrecomputedParser(Parser):
     Args:
         root: the ``--outputs`` folder.
         name: the subfolder, which is also this parser's name in the report.
+        max_bytes: the largest output file read (the run's ``limits.output_bytes``).
 
-    Every document is "supported": whether an output exists is only known when parsing.
+    Every document is "supported": whether an output exists is only known when parsing. An output that exists
+    but is not a regular file (a FIFO, a device, a folder named like one) is that document's error, never a
+    missing output.
 
     Raises:
         ValueError: (at construction) ``name`` is empty or not a single folder name.
@@ -205,12 +223,13 @@ class PrecomputedParser(Parser):
     name = "precomputed"
     extensions: frozenset[str] = frozenset()
 
-    def __init__(self, root: Path, name: str):
+    def __init__(self, root: Path, name: str, max_bytes: int = OUTPUT_BYTES):
         if not name or "/" in name or "\\" in name or name in (".", ".."):
             raise ValueError(f"precomputed parser name must be one folder name, not {name!r}")
         self.root = Path(root)
         self.name = name  # type: ignore[misc]  # per instance: the folder name
         self.folder = self.root / name
+        self.max_bytes = int(max_bytes)
 
     def supports(self, document: Document) -> bool:
         """Always True: any source document may have an output."""
@@ -226,11 +245,11 @@ class PrecomputedParser(Parser):
         return {"outputs_folder": self.name, "suffixes": list(OUTPUT_SUFFIXES)}
 
     def candidates(self, document: Document) -> list[Path]:
-        """Existing output files for ``document``, in order of precedence. A name the file system cannot hold (a
-        250-character document name plus ``.page.xml`` is over the usual 255 bytes: ``ENAMETOOLONG``) is no
-        output."""
+        """Existing output files for ``document``, in order of precedence: any entry of that name (a FIFO or a
+        broken link too, refused when read, never passed over). A name the file system cannot hold (a 250-character
+        document name plus ``.page.xml`` is over the usual 255 bytes: ``ENAMETOOLONG``) is no output."""
         base = self.folder / document.doc_id
-        return [p for p in (base.parent / (base.name + suffix) for suffix in OUTPUT_SUFFIXES) if _is_file(p)]
+        return [p for p in (base.parent / (base.name + suffix) for suffix in OUTPUT_SUFFIXES) if _exists(p)]
 
     def parse(self, document: Document) -> ParsedDocument:
         """The output written for ``document``.
@@ -250,7 +269,7 @@ class PrecomputedParser(Parser):
         warnings = [f"ignored {p.name} (read {path.name})" for p in found[1:]]
         settings = {**self.settings(), "format": _format(path)}
         if path.suffix == ".json":
-            out = read_output_json(path)
+            out = read_output_json(path, self.max_bytes)
             text = out.full_text
             extras = {k: _plain(getattr(out, k)) for k in EXTRAS if getattr(out, k) is not None}
             blocks = tuple(Block(text=b.text, page=b.page, bbox=None if b.bbox is None else tuple(map(float, b.bbox)),
@@ -265,28 +284,25 @@ class PrecomputedParser(Parser):
                                   settings=settings, elapsed_s=time.perf_counter() - start,
                                   warnings=tuple(warnings + out.warnings), extras=extras)
         if path.suffix in (".txt", ".md"):
-            try:
-                text = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise ParserError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            except OSError as exc:
-                raise ParserError(f"{path}: unreadable ({exc.strerror or exc})") from None
+            text = read_output_text(path, self.max_bytes)
         else:
-            from ingestaudit.ocrxml import read_ocr_xml
+            from ingestaudit.ocrxml import parse_ocr_xml
 
             try:
-                text = read_ocr_xml(path)
-            except ValueError as exc:
+                data = read_input_bytes(path, max_bytes=self.max_bytes, limit="limits.output_bytes")
+                text = parse_ocr_xml(data, source=str(path))
+            except (InputFileError, ValueError) as exc:
                 raise ParserError(str(exc)) from None
         return ParsedDocument(text=text, pages=(text,), parser=self.name, parser_version="", settings=settings,
                               elapsed_s=time.perf_counter() - start, warnings=tuple(warnings))
 
 
-def _is_file(path: Path) -> bool:
+def _exists(path: Path) -> bool:
     try:
-        return path.is_file()
-    except OSError:  # ENAMETOOLONG and the like: no file of that name can exist
+        os.lstat(path)
+    except OSError:  # absent; or ENAMETOOLONG and the like: no file of that name can exist
         return False
+    return True
 
 
 def _format(path: Path) -> str:

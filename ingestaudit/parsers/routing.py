@@ -118,13 +118,15 @@ class ParserSpec:
         return spec, parser
 
 
-def parser_spec(pipeline: "Pipeline", parser_options: dict[str, dict[str, Any]]) -> ParserSpec:
-    """How a worker builds ``pipeline``'s parser: the precomputed folder, the registered parser with its options
+def parser_spec(pipeline: "Pipeline", parser_options: dict[str, dict[str, Any]], limits: Any = None) -> ParserSpec:
+    """How a worker builds ``pipeline``'s parser: the precomputed folder (its files read up to ``limits``'
+    ``output_bytes``, an `ingestaudit.config.Limits`; default its default), the registered parser with its options
     (``[parser_options.<name>]`` overridden by the pipeline's own parser options), or for a routing table one such
     spec per route."""
     choice = pipeline.stage("parser")
     if pipeline.precomputed_root is not None:
-        return ParserSpec(pipeline.source or pipeline.name, {}, pipeline.precomputed_root)
+        opts = {} if limits is None else {"max_bytes": limits.output_bytes}
+        return ParserSpec(pipeline.source or pipeline.name, opts, pipeline.precomputed_root)
     if choice.routes:  # a route's spec equals a one-parser pipeline's: a worker builds and parses it once for both
         routes = tuple((ext, ParserSpec(name, dict(parser_options.get(name, {})))) for ext, name in choice.routes)
         return ParserSpec(choice.use, {}, routes=routes, pipeline=pipeline.name)

@@ -34,7 +34,7 @@ def item_hashes(corpus: Any, limits: Any = None) -> dict[str, str]:
     ``json_depth``), are left out (the run lists them as problems). Never raises for a bad corpus file.
     """
     from ingestaudit.config import Limits
-    from ingestaudit.jsonlimits import loads_limited
+    from ingestaudit.jsonlimits import jsonl_lines, loads_limited
 
     if limits is None:
         cached = getattr(corpus, "_digests", None)
@@ -45,7 +45,7 @@ def item_hashes(corpus: Any, limits: Any = None) -> dict[str, str]:
     if questions is not None:
         try:
             if questions.stat().st_size <= limits.questions_bytes:
-                lines = questions.read_text(encoding="utf-8").splitlines()
+                lines = jsonl_lines(questions.read_text(encoding="utf-8"))  # as load_questions splits them
         except (OSError, UnicodeDecodeError):
             lines = []
     for line in lines:
@@ -86,9 +86,12 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
     report = out / "report.json"
     raw: Any = None
     if report.is_file():
+        from ingestaudit.inputs import InputFileError, read_input_text
+        from ingestaudit.report.schema import REPORT_BYTES
+
         try:
-            raw = json.loads(report.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            raw = json.loads(read_input_text(report, max_bytes=REPORT_BYTES, limit="REPORT_BYTES"))
+        except (InputFileError, ValueError, RecursionError):
             raw = None
     is_report = isinstance(raw, dict) and isinstance(raw.get("tool"), dict) and raw["tool"].get("name") == "ingestaudit"
     foreign = [e for e in entries if e not in REPORT_FILES and not e.startswith(".")]

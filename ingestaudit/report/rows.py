@@ -36,16 +36,19 @@ def store_file(report: Report) -> Path | None:
     if path is None:
         raise ReportError(f"the report names its measurement store {ref.file!r} but not where it is (read it with "
                           "read_report, which finds it beside report.json)")
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise ReportError(f"{path}: the measurement store of this report cannot be read ({exc.strerror or exc}); "
-                          "keep measurements.parquet beside report.json") from None
-    import stat
+    from ingestaudit.inputs import InputFileError, check_input_file, describe
+    from ingestaudit.report.schema import STORE_BYTES
 
-    if not stat.S_ISREG(st.st_mode):  # a device (a link to /dev/zero), FIFO or folder: never hashed or opened
-        raise ReportError(f"{path}: the measurement store of this report is not a regular file; keep "
-                          "measurements.parquet beside report.json")
+    try:  # a device (a link to /dev/zero), FIFO or folder, or over the size: never hashed or opened
+        check_input_file(path, max_bytes=STORE_BYTES, limit="STORE_BYTES")
+        st = path.stat()
+    except InputFileError as exc:
+        why = describe(exc.oserror) if exc.oserror is not None else exc.reason
+        raise ReportError(f"{path}: the measurement store of this report cannot be read ({why}); keep "
+                          "measurements.parquet beside report.json") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: the measurement store of this report cannot be read ({describe(exc)}); keep "
+                          "measurements.parquet beside report.json") from None
     key = (str(path), st.st_size, st.st_mtime_ns)
     if _VERIFIED.get(key) != ref.sha256:
         from ingestaudit.store import sha256_of

@@ -393,6 +393,14 @@ def _migrate_v1(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+REPORT_BYTES = 256 << 20
+"""Largest report.json read back (``report``, ``compare``, ``--baseline``), in bytes: a fixed limit, as these
+commands read it before any configuration (a report of 80 pipelines is about 5 MB)."""
+STORE_BYTES = 16 << 30
+"""Largest measurement store read back beside a report, in bytes (fixed, as `REPORT_BYTES`); it is read a batch
+at a time, never whole."""
+
+
 class ReportError(Exception):
     """A report file could not be read or does not follow the contract; the message names the file and field."""
 
@@ -426,9 +434,18 @@ def read_report(path: Path) -> Report:
     def no_constants(name: str) -> float:
         raise ValueError(f"{name} is not a number a report may hold")
 
+    from ingestaudit.inputs import InputFileError, read_input_text
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        text = read_input_text(path, max_bytes=REPORT_BYTES, limit="REPORT_BYTES")
+    except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named (issue 30)
+        if exc.kind is not None:
+            raise ReportError(f"{path}: not a regular file, so not a report.json ({exc.reason})") from None
+        why = exc.oserror if exc.oserror is not None else exc.reason  # as before: the OSError's own text
+        raise ReportError(f"{path}: not a readable JSON report ({why})") from None
+    try:
+        raw = json.loads(text, parse_constant=no_constants)
+    except (ValueError, RecursionError) as exc:
         raise ReportError(f"{path}: not a readable JSON report ({exc})") from None
     if not isinstance(raw, dict):
         raise ReportError(f"{path}: not a JSON object")

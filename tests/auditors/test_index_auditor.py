@@ -377,7 +377,7 @@ def test_read_user_vectors_and_results(tmp_path):
                               f"{path} line 3: expected an object {{\"query\": id, \"results\": [ids]}}",
                               f"{path} line 4: 'query' must be a non-empty string"]
     (tmp_path / "gone.jsonl").mkdir()
-    with pytest.raises(UserIndexError, match="gone.jsonl: unreadable"):
+    with pytest.raises(UserIndexError, match="gone.jsonl: a folder, not a regular file"):
         read_ann_results(tmp_path / "gone.jsonl")
 
 
@@ -641,7 +641,13 @@ def test_zero_vectors_are_counted_apart_and_the_flag_is_shown():
     cos = res.details["cosine_unnormalised"]
     assert (cos["flag"], cos["zero_vectors"], cos["not_unit_nonzero"]) == (False, 1, 0)
     assert res.details["overview"]["warnings"] == [
-        "1 zero vector(s): cosine is undefined for them and no normalisation makes them unit"]
+        "1 zero vector(s): cosine is undefined for them and no normalisation makes them unit",
+        "1 query(ies) without defined neighbours: error, left out of the recall denominators (first: 'd': a zero "
+        "vector: its cosine neighbours are undefined (0/0))"]
+    # the zero chunk's self query is an error, never a recall: the 3 others are counted (issue 30)
+    top = {(s.metric, c): (s.state, n) for c, s, n in res.corpus_scores}
+    assert top[("index.recall@1", "__all__")] == (State.OK, 3)
+    assert res.details["queries"]["undefined_total"] == 1
     flagged = audit_vectors(IP_BASE, ["a", "b", "c"], ["x"] * 3, declared_metric="cosine", normalised=False,
                             settings=IndexSettings(kind="flat"), n_sample_queries=3, k_list=(1,))
     warn = flagged.details["overview"]["warnings"][0]
