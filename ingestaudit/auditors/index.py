@@ -42,7 +42,8 @@ Per pipeline, over the chunk vectors of the run (or a user's ``vectors.npy``):
   ``{"label", "knob", "value", "queries", "qps", "p50_ms", "p95_ms", "mean_ms"}`` with ``label`` equal to the
   ``details["sweep"]["cells"][i]["label"]`` it times (single-threaded per-query search, wall clock, percentiles by
   nearest rank), ``configured`` (the same for the pipeline's own setting) and ``frontier``: the settings not dominated
-  in (mean per-query recall@k, qps), ``{"label", "recall@k", "qps"}``.
+  in (mean per-query recall@k, qps), ``{"label", "recall@k", "qps"}``. The index itself is built by the pipeline's
+  index step, once for this audit and the retrieval audit alike (``timings[<pipeline>]["steps"]["index"]``).
 
 A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.npy`` + ``vector_ids.json`` (ids
 ``"<doc id>#<chunk index>"``, chunks of the run's chunker) replace the run's vectors, and ``ann_results.jsonl``
