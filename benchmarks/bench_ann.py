@@ -121,7 +121,7 @@ def child_audit(n: int, parallel_build: bool, mode: str) -> dict:
     import scipy.stats  # noqa: F401  (imported by the intervals; a library, not the audit's memory)
 
     from ingestaudit.auditors.index import audit_vectors
-    from ingestaudit.steps.index_step import IndexStep
+    from ingestaudit.stages.index_step import IndexStep
     from ingestaudit.stages.index import IndexSettings
 
     rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -68,7 +68,7 @@ row places."""
 
 @dataclass
 class Retrieved:
-    """The ranked results of one pipeline's questions (the retrieve step, `ingestaudit.steps.retrieve_step`).
+    """The ranked results of one pipeline's questions (the retrieve step, `ingestaudit.stages.retrieve_step`).
 
     Attributes:
         table: the chunk table the rows index into.

@@ -46,7 +46,7 @@ from ingestaudit.pipeline import PRECOMPUTED, Pipeline, StageChoice
 from ingestaudit.questions import QuestionSet, load_questions
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserRoute, ParseWarning, PipelineInfo,
                                        Report, StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
-from ingestaudit.steps.retrieve_step import with_index_steps
+from ingestaudit.stages.retrieve_step import with_index_steps
 from ingestaudit.truth import Truth, TruthError, load_truth
 
 ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz", "unstructured", "pytesseract",
@@ -858,7 +858,7 @@ def _user_sources(pipe: Pipeline, config: Config, stages: dict[str, StageInfo]) 
     index built on the user's vectors (``settings.vectors``). An entry that exists but cannot be read is named all
     the same: its rows are errors, never the tool's own stage."""
     from ingestaudit.auditors.index import has_user_vectors
-    from ingestaudit.steps.retrieve_step import user_results_file
+    from ingestaudit.stages.retrieve_step import user_results_file
 
     folder = pipe.folder
     out: dict[str, StageInfo] = {}

@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.auditors.base import PipelineContext
-from ingestaudit.steps.retrieve_step import with_index_steps
+from ingestaudit.stages.retrieve_step import with_index_steps
 from ingestaudit.auditors.index import IndexAuditor, UserIndexError, read_ann_results
 from ingestaudit.auditors.retrieval import RetrievalAuditor
 from ingestaudit.chain import DocChunks

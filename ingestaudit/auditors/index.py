@@ -776,7 +776,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         vectors: ``(n, d)`` chunk vectors as the pipeline produced them.
         chunk_ids: ``n`` unique ids (``"<doc id>#<chunk index>"`` in a run).
         chunk_classes: ``n`` classes (the chunk's document class).
-        step: the pipeline's index step (`ingestaudit.steps.index_step.IndexStep`, or any object with its methods
+        step: the pipeline's index step (`ingestaudit.stages.index_step.IndexStep`, or any object with its methods
             ``normalised(x, inplace=)``, ``knn(base, queries, k, metric, allowed=)`` and ``ann(vectors, settings)``
             returning an index with ``search``, ``count_distances``, ``build_seconds`` and ``memory_bytes``): the
             audit normalises, searches exactly and builds the approximate index through it, never by itself.
@@ -1091,7 +1091,7 @@ class IndexAuditor(PipelineAuditor):
 
     The pipeline's index stage gives the index: its implementation (``hnsw``, ``ivf``, ``flat``) and options
     (`IndexSettings` fields, plus ``normalise``: default True, the pipeline L2-normalises before indexing). The index
-    step handed in as ``PipelineContext.index`` builds and searches it (`ingestaudit.steps.index_step`); this
+    step handed in as ``PipelineContext.index`` builds and searches it (`ingestaudit.stages.index_step`); this
     auditor only reads it.
 
     Not a default stage without questions: like chunking and retrieval, ``index`` runs by default only when the
@@ -1171,7 +1171,7 @@ class IndexAuditor(PipelineAuditor):
 
         if ctx.index is None:
             raise ValueError("no index step: PipelineContext.index is None (the runner attaches it with "
-                             "ingestaudit.steps.retrieve_step.with_index_steps)")
+                             "ingestaudit.stages.retrieve_step.with_index_steps)")
         settings = ctx.index.pipeline_settings()
         normalise = ctx.index.normalise
         docs = [d for d in ctx.docs if d.state is State.OK and len(d.texts)]

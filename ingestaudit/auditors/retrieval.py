@@ -1,6 +1,6 @@
 """The retrieval auditor (``retrieval.*``) and the loss waterfall, per labelled question x pipeline.
 
-Per pipeline, the retrieve step (`ingestaudit.steps.retrieve_step`, handed in as ``PipelineContext.retrieve``) ranks
+Per pipeline, the retrieve step (`ingestaudit.stages.retrieve_step`, handed in as ``PipelineContext.retrieve``) ranks
 the chunks for each question: the embedded chunks of every document sit in an exact FAISS index (inner product on
 L2-normalised vectors: cosine) and in the pipeline's approximate index (HNSW by default), both built once by the
 pipeline's index step; each question, embedded with the same model, is searched in both among the chunks its
@@ -204,7 +204,7 @@ class _Run:
         kmax = max(self.ks)
         if self.ctx.retrieve is None:
             raise ValueError("no retrieve step: PipelineContext.retrieve is None (the runner attaches it with "
-                             "ingestaudit.steps.retrieve_step.with_index_steps)")
+                             "ingestaudit.stages.retrieve_step.with_index_steps)")
         got = self.ctx.retrieve(self.depth, kmax)  # the retrieve step's ranked results (`Retrieved`)
         self.table = got.table
         self.sign = 1.0 if got.higher_is_closer else -1.0

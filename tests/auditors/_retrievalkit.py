@@ -17,7 +17,7 @@ from ingestaudit.measurement import State
 from ingestaudit.pipeline import Pipeline, StageChoice
 from ingestaudit.questions import Question
 from ingestaudit.stages.embedders.base import Embedder
-from ingestaudit.steps.retrieve_step import with_index_steps
+from ingestaudit.stages.retrieve_step import with_index_steps
 
 
 def unit(deg: float) -> list[float]:

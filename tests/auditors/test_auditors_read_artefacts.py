@@ -121,7 +121,7 @@ print(json.dumps(out))
 
 FORBIDDEN_TOP = {"faiss", "sentence_transformers", "torch", "transformers", "fitz", "pymupdf", "unstructured",
                  "pytesseract", "docling", "lingua", "presidio_analyzer"}
-FORBIDDEN_PACKAGE = ("ingestaudit.parsers", "ingestaudit.stages", "ingestaudit.steps", "ingestaudit.executors",
+FORBIDDEN_PACKAGE = ("ingestaudit.parsers", "ingestaudit.stages", "ingestaudit.executors",
                      "ingestaudit.runner")
 
 

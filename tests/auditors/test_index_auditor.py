@@ -18,8 +18,8 @@ from ingestaudit.pipeline import make_pipeline
 from ingestaudit.questions import Question
 from ingestaudit.stages.index import (IndexInputError, IndexSettings, build_ann, build_exact, exact_search,
                                       index_memory_bytes, l2_normalise, search, timed_search)
-from ingestaudit.steps.index_step import IndexStep
-from ingestaudit.steps.retrieve_step import with_index_steps
+from ingestaudit.stages.index_step import IndexStep
+from ingestaudit.stages.retrieve_step import with_index_steps
 
 
 

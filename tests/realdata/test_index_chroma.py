@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ingestaudit.auditors.index import audit_vectors
-from ingestaudit.steps.index_step import IndexStep
+from ingestaudit.stages.index_step import IndexStep
 from ingestaudit.stages.chunkers.base import ChunkerInput
 from ingestaudit.stages.chunkers.registry import load_chunker
 from ingestaudit.stages.index import IndexSettings

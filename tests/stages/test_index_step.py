@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ingestaudit.cli import app
 from ingestaudit.pipeline import make_pipeline
-from ingestaudit.steps.index_step import IndexStep
+from ingestaudit.stages.index_step import IndexStep
 
 
 def _vectors(n: int, d: int, seed: int) -> np.ndarray:

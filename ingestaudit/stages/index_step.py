@@ -1,7 +1,7 @@
 """The index step of one pipeline: the exact (flat) FAISS index and the approximate index under audit, each built
 once per pipeline and vector set, and the search callables the index and retrieval auditors read them through.
 
-One `IndexStep` serves every auditor of a pipeline in a run (`ingestaudit.steps.retrieve_step.with_index_steps`):
+One `IndexStep` serves every auditor of a pipeline in a run (`ingestaudit.stages.retrieve_step.with_index_steps`):
 an index is keyed by the bytes of the vectors it holds and its settings, so two auditors asking for the same index
 over the same vectors get the one built first (the retrieval auditor and the index audit both index the run's chunk
 vectors). A different vector set (a user's ``vectors.npy``, or vectors the index audit L2-normalised because some

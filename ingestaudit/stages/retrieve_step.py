@@ -5,7 +5,7 @@ Sources, first that applies: a precomputed pipeline's ``retrieval.jsonl`` (DESIG
 unreadable one makes every question an ``error``, never the search in its place); nothing to search (no chunk:
 every question returns nothing); a user retriever (`ingestaudit.stages.retrievers`, the pipeline's ``retriever``);
 the built-in ``dense`` retriever: each question embedded with the pipeline's embedder and searched in the exact and
-the approximate index of the pipeline's index step (`ingestaudit.steps.index_step`), among the chunks its metadata
+the approximate index of the pipeline's index step (`ingestaudit.stages.index_step`), among the chunks its metadata
 filter lets through (a filter applied inside the search, as a vector store does).
 """
 
@@ -22,7 +22,7 @@ from ingestaudit.inputs import InputFileError, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.output_schemas import check_retrieval_keys
 from ingestaudit.retrieved import ChunkTable, Rank, Retrieved
-from ingestaudit.steps.index_step import IndexStep
+from ingestaudit.stages.index_step import IndexStep
 
 
 def user_results_file(folder: Path | None) -> Path | None:
