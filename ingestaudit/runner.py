@@ -758,7 +758,10 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     """Run the retrieval and index auditors once per pipeline over the chain artefacts the workers returned
     (``rejected``: the questions that failed validation, as `PipelineContext.rejected_questions`); an auditor's
     pipeline-wide problems (`PipelineResult.failures`) become one failure each. Rows go to ``store`` (producer
-    ``1000 + stage index``)."""
+    ``1000 + stage index``). Both auditors of a pipeline read one context with its index and retrieve steps
+    (`ingestaudit.stages.retrieve_step.with_index_steps`), so each index is built once per pipeline; the returned
+    timings hold, per pipeline, each auditor's under its stage and ``["steps"]["index"]`` (``index_builds``,
+    ``build_seconds``)."""
     summary: list[SummaryRow] = []
     details: list[StageDetail] = []
     failures: list[Failure] = []

@@ -76,6 +76,7 @@ import numpy as np
 
 from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
 from ingestaudit.config import Limits
+from ingestaudit.index_settings import IndexInputError, IndexSettings, check_vectors
 from ingestaudit.inputs import InputFileError, open_input_file, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
@@ -84,7 +85,6 @@ from ingestaudit.metrics.intervals import bootstrap_ratio, wilson
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.output_schemas import AnnResultsLine
 from ingestaudit.schema_keys import PAGES, anchor, keys_of, unknown_keys
-from ingestaudit.index_settings import IndexInputError, IndexSettings, check_vectors
 
 ALL = "__all__"
 FILTERED = "filtered"
@@ -916,8 +916,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     del groups
 
     # -- exact ground truth
-    truth = _exact(step.knn, indexed, qs, kmax, metric) if keys else _Truth(np.zeros((0, kmax), np.int64),
-                                                                    np.zeros((0, kmax)))
+    truth = (_exact(step.knn, indexed, qs, kmax, metric) if keys
+             else _Truth(np.zeros((0, kmax), np.int64), np.zeros((0, kmax))))
     details: dict[str, Any] = {}
     timings: dict[str, Any] = {}
     labels = np.array(qs.labels)
