@@ -24,12 +24,14 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 EntryPoints = Callable[[], Mapping[str, EntryPoint]]
 """A zero-argument function returning ``entry-point name -> EntryPoint`` of one group (a plug point's hook, which
 tests replace)."""
 
 
-class PluginError(Exception):
+class PluginError(IngestAuditError):
     """Base error of plugin loading: every error this module raises is one (the plug points raise subclasses)."""
 
 

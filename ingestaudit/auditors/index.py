@@ -74,6 +74,7 @@ import numpy as np
 
 from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
 from ingestaudit.config import Limits
+from ingestaudit.errors import IndexingError
 from ingestaudit.inputs import InputFileError, open_input_file, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
@@ -163,7 +164,7 @@ METRICS = specs_for(DEFAULT_K)
 register(*METRICS)
 
 
-class UserIndexError(ValueError):
+class UserIndexError(IndexingError, ValueError):
     """A user's vectors or ANN results cannot be read; the message names the file (and line)."""
 
 

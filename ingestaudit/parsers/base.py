@@ -10,11 +10,12 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from ingestaudit.document import Document
+from ingestaudit.errors import ParsingError
 from ingestaudit.model import ParsedDocument
 from ingestaudit.plugins import PluginUnavailable
 
 
-class ParserError(Exception):
+class ParserError(ParsingError):
     """A parser failed on one document (corrupt, encrypted, empty file...). The message names the cause; the runner
     turns it into an ``error`` row for that document and goes on."""
 

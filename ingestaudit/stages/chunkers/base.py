@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from ingestaudit.errors import ChunkingError
 from ingestaudit.model import Block, Chunk, ParsedDocument
 from ingestaudit.plugins import PluginUnavailable
 
@@ -29,7 +30,7 @@ UNITS = ("chars", "tokens")
 pipeline embedder's tokenizer, special tokens excluded (`TokenCounter.count_tokens`)."""
 
 
-class ChunkerError(Exception):
+class ChunkerError(ChunkingError):
     """A chunker failed on one input; the runner turns it into ``error`` rows for that document and pipeline."""
 
 

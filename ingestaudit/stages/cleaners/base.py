@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ingestaudit.errors import CleaningError
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.plugins import PluginUnavailable
 
@@ -26,7 +27,7 @@ PARSED_PAGE_SEPARATOR = "\n\n"
 """How a paged cleaner joins the pages of a `ParsedDocument` in its output (the parsers' usual convention)."""
 
 
-class CleanerError(Exception):
+class CleanerError(CleaningError):
     """A cleaner failed on one input; the auditor turns it into ``error`` rows for that cleaner and goes on."""
 
 

