@@ -8,8 +8,9 @@ A plug point names its plugins in three ways (STYLE.md, "Plugins are lazy and ex
    loaded only when asked for.
 
 They are tried in that order: a built-in name wins over an entry point of the same name, and a name with ``":"`` is
-always a path (never looked up among the entry points). Errors form one hierarchy, `PluginError`; each plug point
-raises its own subclasses (``UnknownParser``, ``CleanerUnavailable``...) so its callers keep catching what they did.
+always a path (never looked up among the entry points). Errors form one hierarchy, `PluginError` (under the package's
+root `ingestaudit.errors.IngestAuditError`); each plug point raises its own subclasses (``UnknownParser``,
+``CleanerUnavailable``...) so its callers keep catching what they did.
 
 A path imports any code, so it is a trust decision (issue 15): a corpus's own ``ingestaudit.toml`` may name registered
 plug-ins only (built-ins and entry points); paths come from the command line or a ``--config`` file the user passes

@@ -2,7 +2,9 @@
 
 A cleaner is registered under the entry-point group ``ingestaudit.cleaners`` (name -> ``module:Class``), or given as
 ``"module:Class"``; ingestaudit's own cleaners are listed in `ingestaudit.stages.cleaners.registry.BUILTIN`.
-Construction is cheap; heavy libraries are imported in `Cleaner.clean`.
+Construction is cheap; heavy libraries are imported in `Cleaner.clean`. A cleaner that fails raises `CleanerError`
+(or `UnsupportedInput`, `CleanerUnavailable`), of the family `ingestaudit.errors.CleaningError` under the package's
+one root `ingestaudit.errors.IngestAuditError`.
 """
 
 from __future__ import annotations
