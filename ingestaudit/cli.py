@@ -28,7 +28,8 @@ class _Commands(TyperGroup):
     traceback. A command catches a family itself only where it adds a hint or context to the message, or where the
     error is not fatal (a problem `validate` lists, a history that could not be recorded: exit 4)."""
 
-    def invoke(self, ctx):  # noqa: D102  (click's signature)
+    def invoke(self, ctx):
+        """Run the command of ``ctx`` (click's `Group.invoke`), an `IngestAuditError` out of it turned into exit 2."""
         try:
             return super().invoke(ctx)
         except IngestAuditError as exc:
