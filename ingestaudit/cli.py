@@ -363,7 +363,9 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
                if same else "fails otherwise); add --history with the same file to start the history")),
             style="yellow", highlight=False, markup=False)
     elif baseline is not None:
-        base_names = [p.name for p in base_report.pipelines] or sorted({r.pipeline for r in base_report.summary})
+        from ingestaudit.report.baseline import pipeline_names
+
+        base_names = pipeline_names(base_report)
         if not set(base_names) & set(pipelines):
             _fail(f"--baseline {baseline}: no pipeline in common: the baseline has {', '.join(base_names) or 'none'};"
                   f" this run has {', '.join(pipelines)}", "name the run's pipelines as the baseline's, or compare "
@@ -382,21 +384,14 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
 
 
 def _read_baseline(spec: str, flag: str, first_night: bool = False):
-    """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``. With
-    ``first_night`` a history file that does not exist yet or holds no run gives ``(None, "")``."""
-    from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, is_empty, load_report
-    from ingestaudit.report.integrity import read_checked_report
+    """`ingestaudit.report.baseline.read_baseline`, a history's error prefixed with ``flag``."""
+    from ingestaudit.report.baseline import read_baseline
+    from ingestaudit.report.history import HistoryError
 
-    if spec.startswith(HISTORY_PREFIX):
-        path = Path(spec[len(HISTORY_PREFIX):])
-        try:
-            if first_night and is_empty(path):
-                return None, ""
-            rep, info = load_report(path)
-        except HistoryError as exc:
-            _fail(f"{flag}: {exc}")
-        return rep, f"{path} run {info.run_id}" + (f" ({info.label})" if info.label else "")
-    return read_checked_report(Path(spec)), spec  # its store and summary checked too
+    try:
+        return read_baseline(spec, first_night=first_night)
+    except HistoryError as exc:
+        _fail(f"{flag}: {exc}")
 
 
 def _finish_run(report, found, out: Path, out_warning: str, base_report, base_label: str, budgets: dict,
