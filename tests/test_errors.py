@@ -95,7 +95,7 @@ def test_every_exception_of_the_package_derives_from_the_root_but_the_internal_o
     found = _package_exceptions()
     outside = {name for name, cls in found.items() if not issubclass(cls, IngestAuditError)}
     assert outside == INTERNAL  # a new internal one must be listed here and in errors.py's docstring
-    assert len(found) - len(INTERNAL) >= 60  # the walk saw the package (64 exception classes at the time of writing)
+    assert len(found) - len(INTERNAL) >= 70  # the walk saw the package (75 public ones at the time of writing)
     doc = errors.__doc__
     assert all(name.rsplit(".", 1)[1] in doc for name in INTERNAL)
 
