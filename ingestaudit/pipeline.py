@@ -26,6 +26,8 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 STAGES = ("parser", "cleaner", "chunker", "embedder", "index", "retriever")
 """The configurable stages of a pipeline, in the order data flows through them."""
 
@@ -45,7 +47,7 @@ _EXTENSION = re.compile(r"[a-z0-9][a-z0-9_+-]*")
 """A routing key once lower-cased and stripped of its dot: what `ingestaudit.document.Document.suffix` can be."""
 
 
-class PipelineError(ValueError):
+class PipelineError(IngestAuditError, ValueError):
     """A pipeline definition or a ``--sweep`` is invalid; the message names the table or flag and the field."""
 
 

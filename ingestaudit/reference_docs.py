@@ -24,13 +24,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.schema_keys import PAGES, anchor, models_in
 
 GENERATED = ("Generated from the schemas by `python -m ingestaudit.reference_docs` (do not edit by hand; a test "
              "fails when this page is stale).")
 
 
-class MissingDescription(ValueError):
+class MissingDescription(IngestAuditError, ValueError):
     """A documented model field has no ``Field(description=...)``; the message names the model and the field."""
 
 

@@ -58,6 +58,7 @@ from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import parse_state as _parse_state
 from ingestaudit.auditors.reach import unreached_counts, unreached_rows
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import dedup as dm
 from ingestaudit.metrics.dedup import Rate
@@ -141,7 +142,7 @@ DOCUMENTS_COUNTED = ("with parser output: a document the parser produced nothing
 
 # --- the detector plug point ----------------------------------------------------------------------------------------
 
-class DetectorError(Exception):
+class DetectorError(IngestAuditError):
     """Base error of near-duplicate detectors: a detector raises it (or a subclass) when it cannot cluster a corpus.
     The auditor turns it (and any other exception from a user detector) into ``error`` rows with the message."""
 

@@ -37,6 +37,7 @@ from typing import Literal
 
 import numpy as np
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.metrics.jaccard import exact_jaccard, word_ngrams
 from ingestaudit.metrics.lsh import lsh_params
 from ingestaudit.stages.minhash import minhash_template, scheme_of, signature_matrix
@@ -73,7 +74,7 @@ NORMALIZATIONS: Mapping[str, Callable[[str], str]] = MappingProxyType({
 """
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(IngestAuditError, ValueError):
     """Two documents given to the deduplicator share a key; the message lists the repeated keys."""
 
 

@@ -22,6 +22,7 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint
 from typing import Any, ClassVar
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, entry_points_of, plugin_class, plugin_names
 
 GROUP = "ingestaudit.language_detectors"
@@ -31,7 +32,7 @@ BUILTIN: dict[str, str] = {"lingua": "ingestaudit.stages.language:LinguaDetector
 """Built-in detectors by name (dotted path, imported on use)."""
 
 
-class DetectorError(Exception):
+class DetectorError(IngestAuditError):
     """Base error of the language detectors (the auditor turns it into ``error`` rows with the message)."""
 
 

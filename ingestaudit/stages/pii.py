@@ -34,6 +34,7 @@ from typing import Any
 
 import regex
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.metrics.spans import Span
 from ingestaudit.plugins import (PluginUnavailable, UnknownPlugin, entry_points_of, instantiate, plugin_class,
                                  plugin_names)
@@ -59,7 +60,7 @@ UNKNOWN_REDACTION_TYPE = "REDACTED"
 """Type given to a redacted region whose placeholder names no type (a mask such as ``*****``, or a deletion)."""
 
 
-class PiiDetectorError(Exception):
+class PiiDetectorError(IngestAuditError):
     """Base error of the PII scrubbers; the command line prints it and exits 2."""
 
 
