@@ -119,3 +119,98 @@ class LanguageDetection:
     mixed_src: str = ""
     mixed_error: str = ""
     detector_info: dict[str, Any] | None = None
+
+
+# ----------------------------------------------------------------------------------------------------- PII
+
+REDACTED_FIELDS = ("clean_text", "text")
+"""Where a ``redacted`` scrubber's output is: the output's ``clean_text`` (the redacted version of its ``text``) or its
+``text`` (the redacted reference text)."""
+
+PII_STEP_DEFAULTS: dict[str, Any] = {
+    "scrubber": "presidio", "detector_options": {}, "spacy_model": "en_core_web_sm", "spacy_model_version": "3.8.0",
+    "language": "en", "score_threshold": 0.0, "labels_to_ignore": None, "batch_size": 32, "entities": None,
+    "prefer_precomputed": True, "redacted_field": "clean_text", "placeholder_pattern": r"<([A-Z][A-Z0-9_]*)>",
+    "max_chars": 1_000_000}
+"""The ``pii`` step's options and their defaults (``scrubber`` is the step's ``use``): the options of
+``[auditor_options.pii]`` that configure the scrubber rather than the metric."""
+
+PRESIDIO_OPTIONS = ("spacy_model", "spacy_model_version", "language", "score_threshold", "labels_to_ignore",
+                    "batch_size", "entities")
+"""The step options Presidio takes (`ingestaudit.stages.pii.PresidioDetector`)."""
+
+
+def parse_entities(value: Sequence[str] | str | None) -> list[str] | None:
+    """The ``entities`` option as a list: a sequence is copied, a string is split at commas and white space, None
+    stays None (all types)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v for v in value.replace(",", " ").split() if v]
+    return list(value)
+
+
+def check_pii_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """The ``pii`` step's options, complete (`PII_STEP_DEFAULTS` filled in) and checked (Presidio's own checks run
+    when the step builds its detector).
+
+    Raises:
+        ValueError: an unknown option, ``redacted_field`` not in `REDACTED_FIELDS`, ``max_chars`` < 1, a
+            ``score_threshold`` outside [0, 1] or a ``batch_size`` < 1.
+    """
+    unknown = sorted(set(opts) - set(PII_STEP_DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown pii step option {', '.join(map(repr, unknown))}; options are "
+                         f"{', '.join(PII_STEP_DEFAULTS)}")
+    o = {**PII_STEP_DEFAULTS, **opts}
+    if o["redacted_field"] not in REDACTED_FIELDS:
+        raise ValueError(f"redacted_field must be one of {', '.join(REDACTED_FIELDS)}, got {o['redacted_field']!r}")
+    if int(o["max_chars"]) < 1:
+        raise ValueError(f"max_chars must be >= 1, got {o['max_chars']!r}")
+    if not 0.0 <= float(o["score_threshold"]) <= 1.0:
+        raise ValueError(f"score_threshold must be in [0, 1], got {o['score_threshold']!r}")
+    if int(o["batch_size"]) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {o['batch_size']!r}")
+    o.update(detector_options=dict(o["detector_options"] or {}), entities=parse_entities(o["entities"]),
+             prefer_precomputed=bool(o["prefer_precomputed"]), max_chars=int(o["max_chars"]))
+    return o
+
+
+@dataclass(frozen=True)
+class PiiDetection:
+    """What the ``pii`` step produced for one labelled document x pipeline (`ingestaudit.stages.pii_step`).
+
+    Attributes:
+        scrubber: the step's scrubber (its ``use``): ``presidio``, a detector name, ``precomputed`` or ``redacted``.
+        ran: the step had output to read (False: the pipeline produced nothing for the document; nothing below is
+            set).
+        source: where the predictions come from: ``precomputed``, ``redacted (<method>)`` or the detector's name
+            (``""`` when there are none).
+        input_text: the scrubber's input (the parser's text; the reference text for ``redacted_field = "text"``):
+            the predicted spans' coordinates. The auditor maps the gold spans onto it through a character alignment
+            with the reference text (`ingestaudit.metrics.alignment`).
+        predicted: the predicted spans on ``input_text`` (None: no prediction, ``state`` says why).
+        scrubbed: the redacted text a ``redacted`` scrubber wrote (None: the auditor redacts ``predicted``).
+        state, reason: ``""`` when the predictions are known, else the rows' state (``no_prediction``,
+            ``skipped``, ``error``) and why.
+        detector_types: the detector's declared vocabulary (None: unknown or no detector ran).
+        detector_error: why the vocabulary could not be read.
+        detector_info: ``{"name", "version", "settings"}`` of the detector that was built for the document.
+    """
+
+    scrubber: str
+    ran: bool = False
+    source: str = ""
+    input_text: str = ""
+    predicted: tuple[Any, ...] | None = None
+    scrubbed: str | None = None
+    state: str = ""
+    reason: str = ""
+    detector_types: tuple[str, ...] | None = None
+    detector_error: str = ""
+    detector_info: dict[str, Any] | None = None
+
+    @property
+    def used_detector(self) -> bool:
+        """The configured detector produced the predictions (not a precomputed or redacted output)."""
+        return self.source == self.scrubber and self.source not in ("precomputed", "redacted")

@@ -33,12 +33,13 @@ DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "
                             "index": "hnsw", "retriever": "dense"}
 """The implementation a stage takes when a pipeline leaves it out."""
 
-DETECTION_STEPS = ("language",)
-"""Optional per-document steps a pipeline may name (``language = { use = "lingua", ... }``); they run when their
+DETECTION_STEPS = ("language", "pii")
+"""Optional per-document steps a pipeline may name (``language = { use = "lingua", ... }``,
+``pii = { use = "presidio", ... }``); they run when their
 stage is audited, with the options of `ingestaudit.steps` (auditor options as defaults, the pipeline's table over
 them). A pipeline that does not name one runs it with the defaults."""
 
-DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua"}
+DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua", "pii": "presidio"}
 """The implementation a detection step takes when neither the pipeline nor ``[auditor_options]`` names one."""
 
 PRECOMPUTED = "precomputed"

@@ -357,10 +357,10 @@ def config_page() -> str:
             "extensions each parser reads. An unknown parser, an empty table, a value that is not a name or an "
             "extension given twice is an error (exit 2) before any document is read.", "",
             "Detection steps: " + ", ".join(f"`{s}`" for s in DETECTION_STEPS) + " (`language = { use = \"lingua\", "
-            "min_relative_distance = 0.25 }`) run when their stage is audited. Their options: the step's defaults, "
+            "min_relative_distance = 0.25 }`, `pii = { use = \"presidio\", score_threshold = 0.5 }`) run when their stage is audited. Their options: the step's defaults, "
             "then the options of `[auditor_options.<stage>]` that configure the detector (marked *step default* "
             "below: they apply to every pipeline), then the pipeline's own table and `--sweep <step>.<option>=...`, "
-            "option by option (`use` replaces the auditor's `detector`). The metric's options stay auditor options. "
+            "option by option (`use` replaces the auditor's `detector` or `scrubber`). The metric's options stay auditor options. "
             "`report.json`'s `pipelines[].stages` lists each step's implementation, version and settings.", ""]
     out += ["## [parser_options.&lt;parser&gt;]", "",
             "Keyword options of a parser, by parser name. The built-in parsers (`ingestaudit parsers` lists every "

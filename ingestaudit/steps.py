@@ -1,4 +1,4 @@
-"""The detection steps of a pipeline (``language``; DESIGN.md "Pipelines and the stage chain"): which options each
+"""The detection steps of a pipeline (``language``, ``pii``; DESIGN.md "Pipelines and the stage chain"): which options each
 pipeline's step runs with, running it on one document, and what the report says about it.
 
 A detection step runs in the worker, once per document x pipeline, when its stage is audited (the corpus has its
@@ -6,10 +6,12 @@ labels, or ``--stage``), and only on the documents its auditor applies to; the a
 (`ingestaudit.detections`) and never loads a detector.
 
 **Options rule.** A step's options are, from lowest to highest precedence: the step's defaults
-(`ingestaudit.detections.LANGUAGE_STEP_DEFAULTS`, today's auditor defaults); the detector options of
-``[auditor_options.<stage>]`` (e.g. ``[auditor_options.language] min_relative_distance``: backward compatible, they
-apply to every pipeline); the pipeline's own table (``[pipelines.x] language = { use = "lingua", ... }``, and
-``--sweep language.<option>=...``), option by option; its ``use`` replaces the auditor's ``detector``.
+(`ingestaudit.detections.LANGUAGE_STEP_DEFAULTS`, `ingestaudit.detections.PII_STEP_DEFAULTS`: today's auditor
+defaults); the detector options of ``[auditor_options.<stage>]`` (e.g. ``[auditor_options.language]
+min_relative_distance``: backward compatible, they apply to every pipeline); the pipeline's own table
+(``[pipelines.x] language = { use = "lingua", ... }``, ``pii = { use = "presidio", score_threshold = 0.5 }``, and
+``--sweep pii.<option>=...``), option by option; its ``use`` replaces the auditor's ``detector`` (language) or
+``scrubber`` (pii).
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from typing import Any
 
 from ingestaudit.pipeline import Pipeline
 
-STEP_OF_STAGE = {"language": "language"}
+STEP_OF_STAGE = {"language": "language", "pii": "pii"}
 """Audited stage -> the detection step whose artefact its auditor reads."""
+
+USE_OPTION = {"language": "detector", "pii": "scrubber"}
+"""The step option a pipeline's ``use`` sets (the auditor option of the same meaning)."""
 
 
 def step_options(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -30,14 +35,23 @@ def step_options(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> dic
     if choice is not None:
         opts.update(choice.kwargs())
         if choice.use:
-            opts["detector"] = choice.use
+            opts[USE_OPTION[step]] = choice.use
     return opts
 
 
-def _language_step(options: dict[str, Any]) -> Any:
-    from ingestaudit.stages.language_step import language_step
+def _built(step: str, options: dict[str, Any]) -> Any:
+    """The step object of ``options`` (cached per process by its module).
 
-    return language_step(options)
+    Raises:
+        ValueError: bad options.
+    """
+    if step == "language":
+        from ingestaudit.stages.language_step import language_step
+
+        return language_step(options)
+    from ingestaudit.stages.pii_step import pii_step
+
+    return pii_step(options)
 
 
 def check_step(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> None:
@@ -47,7 +61,7 @@ def check_step(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> None:
         ValueError: the options are invalid; the message names the pipeline and the step.
     """
     try:
-        _language_step(step_options(pipeline, step, defaults))
+        _built(step, step_options(pipeline, step, defaults))
     except ValueError as exc:
         raise ValueError(f"[pipelines.{pipeline.name}] {step}: {exc}") from None
 
@@ -59,22 +73,22 @@ def run_step(step: str, options: dict[str, Any], parsed: Any, reference: str | N
     and ``context`` the corpus-wide context of its stage (the labelled languages).
 
     Returns:
-        The step's artefact (`ingestaudit.detections.LanguageDetection`).
+        The step's artefact (`ingestaudit.detections.LanguageDetection`, `ingestaudit.detections.PiiDetection`).
 
     Raises:
         ValueError: bad options.
     """
-    return _language_step(options).run(parsed, reference, context)
+    return _built(step, options).run(parsed, reference, context)
 
 
 def step_info(step: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """``(implementation, version, settings)`` of a step for ``report.json["pipelines"][].stages``; nothing loads
     a model. A step whose options are invalid is ``unavailable (...)`` with the options as given."""
     try:
-        built = _language_step(options)
+        built = _built(step, options)
     except ValueError as exc:
-        return str(options.get("detector", "")), f"unavailable (ValueError: {exc})", dict(options)
-    return built.detector, built.version(), built.settings()
+        return str(options.get(USE_OPTION[step], "")), f"unavailable (ValueError: {exc})", dict(options)
+    return built.opts[USE_OPTION[step]], built.version(), built.settings()
 
 
 def audit_corpus(auditor: Any, items: list[Any], pipeline: Pipeline | None = None) -> Any:
@@ -99,3 +113,10 @@ def audit_corpus(auditor: Any, items: list[Any], pipeline: Pipeline | None = Non
             item = ArtefactItem(item.doc_id, item.doc_class, item.artefact, State.NO_PREDICTION, i.reason)
         out.append(item)
     return auditor.audit_artefacts(out, context)
+
+
+def audit_document(auditor: Any, truth: Any, parsed: Any, pipeline: Pipeline | None = None) -> list[Any]:
+    """The rows of one document (`audit_corpus` over a corpus of one, id ``doc``); convenient in tests."""
+    from ingestaudit.auditors.base import CorpusItem
+
+    return [s for _, s in audit_corpus(auditor, [CorpusItem("doc", "doc", truth, parsed)], pipeline).doc_scores]

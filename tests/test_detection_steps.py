@@ -1,5 +1,5 @@
-"""Detection steps (issue 24 point 2): the language detector is a pipeline step with options, run once per labelled
-document x pipeline; the language auditor only reads the step's artefacts."""
+"""Detection steps (issue 24 point 2): the language detector and the PII scrubber are pipeline steps with options,
+run once per labelled document x pipeline; the language and PII auditors only read the steps' artefacts."""
 
 from __future__ import annotations
 
@@ -38,14 +38,25 @@ items.append(ArtefactItem("c/e", "c", a.artefact(Truth(language="en"), LanguageD
 res = a.audit_artefacts(items, ("de", "en"))
 rows = {(c, s.metric, s.label): [s.value, s.numerator, s.denominator, n] for c, s, n in res.corpus_scores}
 doc = {(d, s.metric): [s.state.value, s.value] for d, s in res.doc_scores}
+from ingestaudit.auditors.pii import PiiAuditor
+from ingestaudit.detections import PiiDetection
+from ingestaudit.metrics.spans import Span
+
+text = "Call Ana Lima at 555-0100"
+truth = Truth(text=text, pii=(Span(5, 13, "PERSON"), Span(17, 25, "PHONE_NUMBER")))
+pii = PiiAuditor()
+found = PiiDetection("stub", True, "stub", text, (Span(5, 13, "PERSON"),))
+pres = pii.audit_artefacts([ArtefactItem("c/p", "c", pii.artefact(truth, found, ("PERSON", "PHONE_NUMBER")))],
+                           ("PERSON", "PHONE_NUMBER"))
+pii_rows = {s.metric + "|" + s.label: [s.state.value, s.value, s.numerator, s.denominator] for _, s in pres.doc_scores}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("lingua", "presidio_analyzer", "spacy")
                 or m.startswith("ingestaudit.stages"))
 print(json.dumps({"rows": {"|".join(k): v for k, v in rows.items()}, "doc": {"|".join(k): v for k, v in doc.items()},
-                  "candidates": res.details["candidates"], "loaded": loaded}))
+                  "candidates": res.details["candidates"], "pii": pii_rows, "loaded": loaded}))
 '''
 
 
-def test_language_auditor_reads_hand_made_artefacts_and_loads_no_detector():
+def test_language_and_pii_auditors_read_hand_made_artefacts_and_load_no_detector():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", AUDIT_HAND_MADE], capture_output=True, text=True, env=env,
                          cwd=ROOT, check=True)
@@ -68,6 +79,14 @@ def test_language_auditor_reads_hand_made_artefacts_and_loads_no_detector():
     assert doc["c/a|language.mixed"][0] == "skipped"  # the step ran without the mixed analysis
     assert doc["c/e|language.correct"] == ["no_prediction", None]
     assert got["candidates"]["detector"] == "stub" and got["candidates"]["languages"] == ["de", "en"]
+    pii = got["pii"]
+    # gold PERSON [5, 13) and PHONE_NUMBER [17, 25); predicted PERSON [5, 13): exact tp 1, fp 0, fn 1
+    assert pii["pii.precision|exact"] == ["ok", 1.0, 1, 1]
+    assert pii["pii.recall|exact"] == ["ok", 0.5, 1, 2]
+    assert pii["pii.recall|exact/PHONE_NUMBER"] == ["ok", 0.0, 0, 1]
+    # the input is the reference text: nothing lost; the scrubbed text keeps "555-0100": 1 of 2 values leaks
+    assert pii["pii.lost_in_extraction|*"] == ["ok", 0.0, 0, 2]
+    assert pii["pii.residual_leakage|*"] == ["ok", 0.5, 1, 2]
 
 
 def test_pipeline_language_table_and_sweep():
@@ -85,6 +104,13 @@ def test_pipeline_language_table_and_sweep():
                                                                           "min_relative_distance": 0.5}
     with pytest.raises(PipelineError, match="language"):
         make_pipeline("z", {"language": 3})
+    # pii: the same rule, its use replacing the auditor's scrubber
+    (v0, v5) = expand([plain], [Sweep.parse("pii.score_threshold=0,0.5")])
+    assert step_options(v5, "pii", {"scrubber": "presidio", "max_chars": 10}) == {
+        "scrubber": "presidio", "max_chars": 10, "score_threshold": 0.5}
+    own = make_pipeline("w", {"pii": {"use": "precomputed", "prefer_precomputed": False}})
+    assert step_options(own, "pii", {"max_chars": 10}) == {"scrubber": "precomputed", "max_chars": 10,
+                                                           "prefer_precomputed": False}
 
 
 def _write(root: Path, doc_id: str, text: str, language: str) -> None:
@@ -146,3 +172,46 @@ def test_a_sweep_over_the_language_step_and_bad_step_options(tmp_path):
     res = CliRunner().invoke(app, ["run", str(root), "--stage", "language", "--out", str(tmp_path / "o2")])
     assert res.exit_code == 2
     assert "[pipelines.bad] language" in res.output and "mixed_share" in res.output
+
+
+class ScoredDetector:
+    """A user detector (loaded as "module:Class") with a score threshold: "Ana Lima" scores 0.9, "555-0100" 0.4."""
+
+    SPANS = ((5, 13, "PERSON", 0.9), (17, 25, "PHONE_NUMBER", 0.4))
+
+    def __init__(self, min_score: float = 0.0):
+        self.min_score = min_score
+
+    def detect(self, text):
+        return [{"start": a, "end": b, "type": t} for a, b, t, score in self.SPANS
+                if score >= self.min_score and b <= len(text)]
+
+    def supported_types(self):
+        return ["PERSON", "PHONE_NUMBER"]
+
+
+def test_two_pipelines_with_two_pii_thresholds_are_two_columns_of_one_run(tmp_path):
+    root = tmp_path / "corpus"
+    text = "Call Ana Lima at 555-0100"
+    (root / "docs" / "notes").mkdir(parents=True)
+    (root / "truth" / "notes").mkdir(parents=True)
+    (root / "docs" / "notes" / "a.txt").write_text(text, encoding="utf-8")
+    (root / "truth" / "notes" / "a.json").write_text(json.dumps({"text": text, "pii": [
+        {"start": 5, "end": 13, "type": "PERSON"}, {"start": 17, "end": 25, "type": "PHONE_NUMBER"}]}))
+    config = tmp_path / "pii.toml"  # a module path loads only from a --config the user passes
+    detector = f"{__name__}:ScoredDetector"
+    config.write_text(f'[pipelines.all]\nparser = "reference"\npii = {{ use = "{detector}" }}\n\n'
+                      f'[pipelines.sure]\nparser = "reference"\n'
+                      f'pii = {{ use = "{detector}", detector_options = {{ min_score = 0.5 }} }}\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["run", str(root), "--config", str(config), "--stage", "pii", "--out", str(out),
+                                   "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    report = load_report(out)
+    recall = {m["pipeline"]: (m["value"], m["numerator"], m["denominator"]) for m in measurements(report)
+              if (m["metric"], m["label"]) == ("pii.recall", "exact")}
+    # both spans found at threshold 0; at 0.5 the phone number (score 0.4) is not: recall 1/2
+    assert recall == {"all": (1.0, 2, 2), "sure": (0.5, 1, 2)}
+    stages = {p["name"]: p["stages"]["pii"] for p in report["pipelines"]}
+    assert stages["all"]["implementation"] == stages["sure"]["implementation"] == detector
+    assert stages["sure"]["settings"]["detector_options"] == {"min_score": 0.5}

@@ -19,7 +19,6 @@ AUDITORS_STILL_LOADING_STEPS = {
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.registry"),
     ("ingestaudit.auditors.dedup", "ingestaudit.stages.dedup"),
     ("ingestaudit.auditors.index", "ingestaudit.stages.index"),
-    ("ingestaudit.auditors.pii", "ingestaudit.stages.pii"),
     ("ingestaudit.auditors.retrieval", "ingestaudit.stages.index"),
     ("ingestaudit.auditors.retrieval", "ingestaudit.stages.retrievers"),
 }
