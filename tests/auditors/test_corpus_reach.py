@@ -83,7 +83,7 @@ def pii_item(doc_id, parsed=True):
 
 
 def test_pii_macro_rows_of_a_class_without_output_have_no_value():
-    result = PiiAuditor(scrubber="precomputed").audit_corpus(
+    result = audit_corpus(PiiAuditor(scrubber="precomputed"),
         [pii_item("a/1"), pii_item("b/1", parsed=False), pii_item("b/2", parsed=False)])
     rows = by(result)
     s, n = rows["a", "pii.precision", "exact/macro"]

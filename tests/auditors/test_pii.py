@@ -316,7 +316,7 @@ def test_redacted_text_audited_from_the_output_side():
     assert frac(r["pii.residual_leakage", "PHONE_NUMBER"]) == (1, 1)
     assert r["pii.recall", "exact"].detail["scrubber"] == "redacted (anchored)"
     # the output's text itself is the redacted reference ("text" field): same numbers
-    r2 = {(s.metric, s.label): s for s in audit_document(PiiAuditor(scrubber="redacted", redacted_field="text"), 
+    r2 = {(s.metric, s.label): s for s in audit_document(PiiAuditor(scrubber="redacted", redacted_field="text"),
         truth(TEXT1, GOLD1), parsed("Call <PERSON> at 555-0100"))}
     assert frac(r2["pii.recall", "exact"]) == (1, 2)
     # no redacted text: no_prediction
