@@ -39,19 +39,26 @@ def step_options(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> dic
     return opts
 
 
+_BUILT: dict[tuple[str, str], Any] = {}  # per process: (step, options) -> LanguageStep | PiiStep
+
+
 def _built(step: str, options: dict[str, Any]) -> Any:
-    """The step object of ``options`` (cached per process by its module).
+    """The step object of ``options``, built once per process (a step loads its detector on first use and keeps it).
 
     Raises:
         ValueError: bad options.
     """
-    if step == "language":
-        from ingestaudit.stages.language_step import language_step
+    key = (step, repr(sorted(options.items())))
+    if key not in _BUILT:
+        if step == "language":
+            from ingestaudit.stages.language_step import LanguageStep
 
-        return language_step(options)
-    from ingestaudit.stages.pii_step import pii_step
+            _BUILT[key] = LanguageStep(**options)
+        else:
+            from ingestaudit.stages.pii_step import PiiStep
 
-    return pii_step(options)
+            _BUILT[key] = PiiStep(**options)
+    return _BUILT[key]
 
 
 def check_step(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> None:

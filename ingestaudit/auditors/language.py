@@ -100,18 +100,13 @@ CORPUS_SUMMARY_METRICS = ("language.macro_f1", "language.accuracy", "language.co
 
 @dataclass(frozen=True)
 class LanguageArtefact:
-    """What the language auditor keeps of one document x pipeline (computed in the run's worker).
+    """What the language auditor keeps of one document x pipeline (computed in the run's worker from the
+    ``language`` step's `ingestaudit.detections.LanguageDetection`).
 
     Attributes:
         label: the truth's ``language`` (None: unlabelled, no detection runs).
-        predicted: the detected or precomputed language (None: abstained, or nothing ran).
-        source: the detector's name or ``precomputed`` (``""``: nothing predicted).
-        error: why there is no prediction (a detector that raised or could not be built, a bad precomputed tag).
-        mixed: the mixed-language analysis (`ingestaudit.stages.language.MixedResult`, or None).
-        mixed_src: which text it read (``reference`` or ``input``; ``""``: no analysis ran).
-        mixed_error: why the analysis failed.
-        detector: ``{"detector_version", "detector_settings"}`` of the detector built for this document, or
-            ``{"note": message}`` when it could not be built; None when no detector was needed.
+        predicted, source, error, mixed, mixed_src, mixed_error: as the detection's.
+        detector: the detection's ``detector_info``.
         detector_name: the pipeline's language step's detector (``""``: no step output).
         mixed_on: the step ran the mixed-language analysis (option ``mixed``).
         candidates: how the step chose its candidate languages (None: no step output).

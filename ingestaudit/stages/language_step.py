@@ -30,7 +30,7 @@ def _key(text: str) -> str:
 class LanguageStep:
     """One pipeline's language detector with its options (`ingestaudit.detections.check_language_options`).
 
-    Built once per process and options (`language_step`); the detector itself is built on first use, once per
+    Built once per process and options (`ingestaudit.steps`); the detector itself is built on first use, once per
     candidate set (`ingestaudit.stages.language.get_detector` caches it).
 
     Raises:
@@ -187,18 +187,3 @@ def _detect_one(detector: Any, text: str) -> tuple[str | None, str, str]:
     if lang is not None and not isinstance(lang, str):
         return None, "", f"detector returned {lang!r}, not a language code"
     return lang, detector.name, ""
-
-
-_STEPS: dict[str, LanguageStep] = {}
-
-
-def language_step(options: dict[str, Any]) -> LanguageStep:
-    """The `LanguageStep` of ``options``, built once per process.
-
-    Raises:
-        ValueError: bad options.
-    """
-    key = repr(sorted(options.items()))
-    if key not in _STEPS:
-        _STEPS[key] = LanguageStep(**options)
-    return _STEPS[key]

@@ -153,18 +153,3 @@ class PiiStep:
             return {"name": getattr(det, "name", self.scrubber), "version": det.version(), "settings": det.settings()}
         except Exception:
             return None
-
-
-_STEPS: dict[str, PiiStep] = {}
-
-
-def pii_step(options: dict[str, Any]) -> PiiStep:
-    """The `PiiStep` of ``options``, built once per process.
-
-    Raises:
-        ValueError: bad options.
-    """
-    key = repr(sorted(options.items()))
-    if key not in _STEPS:
-        _STEPS[key] = PiiStep(**options)
-    return _STEPS[key]
