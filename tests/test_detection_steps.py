@@ -172,6 +172,11 @@ def test_a_sweep_over_the_language_step_and_bad_step_options(tmp_path):
     res = CliRunner().invoke(app, ["run", str(root), "--stage", "language", "--out", str(tmp_path / "o2")])
     assert res.exit_code == 2
     assert "[pipelines.bad] language" in res.output and "mixed_share" in res.output
+    (root / "ingestaudit.toml").write_text('[pipelines.bad]\nparser = "reference"\n'
+                                           'pii = { use = "presidio", score_threshold = 2 }\n')
+    res = CliRunner().invoke(app, ["validate", str(root)])
+    assert res.exit_code == 2
+    assert "[pipelines.bad] pii: score_threshold must be in [0, 1], got 2" in res.output
 
 
 class ScoredDetector:
@@ -215,3 +220,10 @@ def test_two_pipelines_with_two_pii_thresholds_are_two_columns_of_one_run(tmp_pa
     stages = {p["name"]: p["stages"]["pii"] for p in report["pipelines"]}
     assert stages["all"]["implementation"] == stages["sure"]["implementation"] == detector
     assert stages["sure"]["settings"]["detector_options"] == {"min_score": 0.5}
+
+
+def test_stages_lists_the_detection_steps():
+    res = CliRunner().invoke(app, ["stages"])
+    assert res.exit_code == 0
+    assert "language (step, runs when its stage does; default lingua): lingua" in res.output
+    assert "pii (step, runs when its stage does; default presidio): presidio, precomputed, redacted" in res.output
