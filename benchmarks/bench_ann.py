@@ -121,6 +121,7 @@ def child_audit(n: int, parallel_build: bool, mode: str) -> dict:
     import scipy.stats  # noqa: F401  (imported by the intervals; a library, not the audit's memory)
 
     from ingestaudit.auditors.index import audit_vectors
+    from ingestaudit.stages.index_step import IndexStep
     from ingestaudit.stages.index import IndexSettings
 
     rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -134,7 +135,7 @@ def child_audit(n: int, parallel_build: bool, mode: str) -> dict:
     settings = IndexSettings(build_threads=None if parallel_build else 1)
     tracemalloc.start()
     t = time.perf_counter()
-    res = audit_vectors(x, ids, classes, settings=settings, n_sample_queries=QUERIES, seed=0,
+    res = audit_vectors(x, ids, classes, step=IndexStep(), settings=settings, n_sample_queries=QUERIES, seed=0,
                         normalise_in_place=(mode == "in_place"))
     audit_s = time.perf_counter() - t
     _, traced_peak = tracemalloc.get_traced_memory()

@@ -21,6 +21,7 @@ from typing import Any
 _RUNNING: dict[int, subprocess.Popen] = {}  # pid (= its process group) -> a child running now
 _STARTED_BY: dict[int, int] = {}  # pid -> the thread that started it (a Dask worker runs tasks in threads)
 TEMP_DIRS: set[str] = set()  # temporary folders a step uses now (OCR page images)
+_STARTING = [0]  # `run_process` calls between starting a child and registering it (a SIGTERM may come in between)
 
 
 def _kill_group(proc: subprocess.Popen, wait_s: float = 5.0) -> None:
@@ -44,10 +45,14 @@ def run_process(argv: Sequence[str], *, timeout: float | None = None) -> subproc
     Raises:
         subprocess.TimeoutExpired: ``timeout`` passed (the group is killed). OSError: ``argv[0]`` does not run.
     """
-    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    _RUNNING[proc.pid] = proc
-    _STARTED_BY[proc.pid] = threading.get_ident()
+    _STARTING[0] += 1
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        _RUNNING[proc.pid] = proc
+        _STARTED_BY[proc.pid] = threading.get_ident()
+    finally:
+        _STARTING[0] -= 1
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -59,12 +64,35 @@ def run_process(argv: Sequence[str], *, timeout: float | None = None) -> subproc
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
+def _unregistered_sessions() -> set[int]:
+    """The children of this process that lead their own session (how `run_process` starts them), read from
+    ``/proc``: a child started a moment ago whose registration a signal interrupted (empty without ``/proc``)."""
+    me, found = os.getpid(), set()
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return found
+    for pid in entries:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 3 and int(fields[1]) == me and int(fields[3]) == int(pid):  # ppid, session id
+            found.add(int(pid))
+    return found
+
+
 def end_all() -> None:
     """Kill every running child group and remove the registered temporary folders (safe in a signal handler: no
-    waiting)."""
-    for proc in list(_RUNNING.values()):
+    waiting). While a `run_process` call is between starting its child and registering it, this process's
+    session-leading children are killed too, so a SIGTERM in that instant leaves no orphan."""
+    groups = {proc.pid for proc in list(_RUNNING.values())}
+    if _STARTING[0]:
+        groups |= _unregistered_sessions()
+    for pgid in groups:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     for folder in list(TEMP_DIRS):

@@ -46,6 +46,7 @@ from ingestaudit.pipeline import PRECOMPUTED, Pipeline, StageChoice
 from ingestaudit.questions import QuestionSet, load_questions
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserRoute, ParseWarning, PipelineInfo,
                                        Report, StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
+from ingestaudit.stages.retrieve_step import with_index_steps
 from ingestaudit.truth import Truth, TruthError, load_truth
 
 ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz", "unstructured", "pytesseract",
@@ -777,7 +778,10 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     """Run the retrieval and index auditors once per pipeline over the chain artefacts the workers returned
     (``rejected``: the questions that failed validation, as `PipelineContext.rejected_questions`); an auditor's
     pipeline-wide problems (`PipelineResult.failures`) become one failure each. Rows go to ``store`` (producer
-    ``1000 + stage index``)."""
+    ``1000 + stage index``). Both auditors of a pipeline read one context with its index and retrieve steps
+    (`ingestaudit.stages.retrieve_step.with_index_steps`), so each index is built once per pipeline; the returned
+    timings hold, per pipeline, each auditor's under its stage and ``["steps"]["index"]`` (``index_builds``,
+    ``build_seconds``)."""
     summary: list[SummaryRow] = []
     details: list[StageDetail] = []
     failures: list[Failure] = []
@@ -788,11 +792,12 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
         return summary, details, failures, timings
     for p, pipe in enumerate(pipelines):
         docs = collector.doc_chunks(p)
+        # one index step and one retrieve step per pipeline, read by every pipeline-level auditor
+        ctx = with_index_steps(PipelineContext(pipe, docs, list(questions.questions), question_classes,
+                                               _question_embedder(pipe, config.run.cache_dir),
+                                               config.run.min_span_coverage, config.run.seed, list(rejected or ()),
+                                               config.limits))
         for si, stage, auditor in stages:
-            embed = _question_embedder(pipe, config.run.cache_dir)
-            ctx = PipelineContext(pipe, docs, list(questions.questions), question_classes, embed,
-                                  config.run.min_span_coverage, config.run.seed, list(rejected or ()),
-                                  config.limits)
             try:
                 result = auditor.audit_pipeline(ctx)
             except Exception as exc:  # one stage failing never stops the report
@@ -813,7 +818,8 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
                         for name, data in sorted(result.details.items())]
             if result.timings:
                 timings.setdefault(pipe.name, {})[stage] = result.timings
-        del docs
+        timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
+        del docs, ctx
     order = {p.name: i for i, p in enumerate(pipelines)}
     stage_pos = {stage: k for k, (_, stage, _) in enumerate(stages)}
     # the order the stages ran in before they ran pipeline by pipeline: stage, then pipeline
@@ -889,7 +895,7 @@ def _user_sources(pipe: Pipeline, config: Config, stages: dict[str, StageInfo]) 
     index built on the user's vectors (``settings.vectors``). An entry that exists but cannot be read is named all
     the same: its rows are errors, never the tool's own stage."""
     from ingestaudit.auditors.index import has_user_vectors
-    from ingestaudit.auditors.retrieval import user_results_file
+    from ingestaudit.stages.retrieve_step import user_results_file
 
     folder = pipe.folder
     out: dict[str, StageInfo] = {}

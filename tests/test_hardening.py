@@ -311,6 +311,38 @@ def wait_for_log(log: Path, within: float = 30.0) -> tuple[list[int], str]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir() or os.name != "posix", reason="needs /proc and process groups")
+def test_a_sigterm_before_the_child_is_registered_still_kills_its_group(tmp_path, monkeypatch):
+    """Regression (a loaded machine): SIGTERM came after Tesseract started but before `run_process` registered it,
+    so the handler's `end_all` found nothing and the group outlived the worker. `end_all` now also kills this
+    process's session-leading children while a start is under way; the handler is called at that instant here."""
+    import subprocess as sp
+
+    from ingestaudit import children
+
+    pidfile = tmp_path / "pids"
+    real_popen = sp.Popen
+    seen = {}
+
+    def popen_then_signal(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        deadline = time.monotonic() + 10
+        while not pidfile.is_file() and time.monotonic() < deadline:  # the child is up, with a child of its own
+            time.sleep(0.02)
+        seen["pids"] = [int(p) for p in pidfile.read_text().split()]
+        seen["registered"] = proc.pid in children._RUNNING
+        children.end_all()  # what the SIGTERM handler does, before run_process registers the child
+        return proc
+
+    monkeypatch.setattr(children.subprocess, "Popen", popen_then_signal)
+    done = children.run_process(["sh", "-c", f'sleep 300 & echo $$ $! > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; '
+                                               "wait"], timeout=60)
+    assert seen["registered"] is False
+    assert done.returncode == -signal.SIGKILL
+    assert wait_dead(seen["pids"]) == []
+    assert children._STARTING == [0] and children._RUNNING == {}
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir() or os.name != "posix", reason="needs /proc and process groups")
 def test_sigterm_during_ocr_kills_tesseract_and_removes_the_temp_folder(tmp_path):
     pytest.importorskip("pytesseract")
     folder, log = fake_tesseract(tmp_path)

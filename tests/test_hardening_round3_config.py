@@ -99,12 +99,16 @@ def test_a_scheduler_that_never_completes_the_handshake_is_exit_2(tmp_path, answ
 
 # --- 2. sizes that grew without a cap: sweeps, pipelines, paired tests -------------------------------------------
 
-PEAK = ("import resource, sys\nfrom ingestaudit.cli import app\ntry:\n    app(sys.argv[1:], prog_name='ingestaudit')\n"
-        "finally:\n    sys.stderr.write(f'\\npeak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
+# VmHWM, not ru_maxrss: Linux carries the forking process's peak into ru_maxrss across exec, so a child of a large
+# test process (a pytest-xdist worker holding torch) would report its parent's peak; VmHWM is this process's own
+PEAK = ("import re, sys\nfrom pathlib import Path\nfrom ingestaudit.cli import app\ntry:\n"
+        "    app(sys.argv[1:], prog_name='ingestaudit')\nfinally:\n"
+        "    hwm = re.search(r'VmHWM:\\s+(\\d+) kB', Path('/proc/self/status').read_text()).group(1)\n"
+        "    sys.stderr.write(f'\\npeak_kb={hwm}\\n')\n")
 
 
 def cli_peak(*args: str) -> tuple[subprocess.CompletedProcess, int]:
-    """The command in a child process, with its peak resident memory in KiB (``ru_maxrss``)."""
+    """The command in a child process, with its own peak resident memory in KiB (``VmHWM``)."""
     r = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ))
     return r, int(r.stderr.rsplit("peak_kb=", 1)[1].split()[0])

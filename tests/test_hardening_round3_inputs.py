@@ -25,6 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestaudit.auditors.base import PipelineContext
+from ingestaudit.stages.retrieve_step import with_index_steps
 from ingestaudit.auditors.index import IndexAuditor, UserIndexError, read_ann_results
 from ingestaudit.auditors.retrieval import RetrievalAuditor
 from ingestaudit.chain import DocChunks
@@ -66,7 +67,8 @@ def finishes(fn: Callable[[], Any]) -> Any:
 
 def ctx(pipe: Any, docs: list[DocChunks], questions: list[Question] = (), embed: Any = None,
         limits: Limits | None = None) -> PipelineContext:
-    return PipelineContext(pipe, docs, list(questions), {q.id: "c" for q in questions}, embed, 0.5, 0, [], limits)
+    return with_index_steps(PipelineContext(pipe, docs, list(questions), {q.id: "c" for q in questions}, embed, 0.5, 0,
+                                            [], limits))
 
 
 def chunks(doc_id: str, vectors: np.ndarray) -> DocChunks:

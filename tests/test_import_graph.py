@@ -18,9 +18,6 @@ AUDITORS_STILL_LOADING_STEPS = {
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.base"),
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.registry"),
     ("ingestaudit.auditors.dedup", "ingestaudit.stages.dedup"),
-    ("ingestaudit.auditors.index", "ingestaudit.stages.index"),
-    ("ingestaudit.auditors.retrieval", "ingestaudit.stages.index"),
-    ("ingestaudit.auditors.retrieval", "ingestaudit.stages.retrievers"),
 }
 
 

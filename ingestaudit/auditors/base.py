@@ -208,6 +208,12 @@ class PipelineContext:
             auditor gives them ``error`` rows so that no question leaves the counts unsaid.
         limits: the run's `ingestaudit.config.Limits` (None: the defaults): the size limits of the user's files an
             auditor reads (``retrieval.jsonl``, ``vectors.npy``...).
+        index: the pipeline's index step (`ingestaudit.stages.index_step.IndexStep`, or any object with its
+            ``pipeline_settings``, ``normalised``, ``knn`` and ``ann`` methods): the index auditor searches the indexes
+            it builds (once per pipeline and vector set) and never builds one itself.
+        retrieve: the pipeline's retrieve step: ``retrieve(depth, exact_k)`` returns the questions' ranked results
+            (`ingestaudit.retrieved.Retrieved`), computed once; the retrieval auditor reads them.
+        Both are None until `ingestaudit.stages.retrieve_step.with_index_steps` attaches them (the runner does).
     """
 
     pipeline: Any
@@ -219,6 +225,8 @@ class PipelineContext:
     seed: int
     rejected_questions: list[tuple[str, str, str]] = field(default_factory=list)
     limits: Any = None
+    index: Any = None
+    retrieve: Any = None
 
     def input_limits(self) -> Any:
         """``limits``, or the default `ingestaudit.config.Limits` when None."""

@@ -9,7 +9,8 @@ Per pipeline, over the chunk vectors of the run (or a user's ``vectors.npy``):
   and the chunk's own row is removed by id (`ingestaudit.metrics.ann.drop_self`); its exact duplicates are other
   chunks and stay valid neighbours; its candidates are the other ``n - 1`` vectors. Without questions the sampled
   chunks are the only queries: the label-free corpus monitor (``ingestaudit run CORPUS --stage index``).
-- **ground truth**: exact search with the index's own metric (FAISS brute force, `exact_search`, batches of queries).
+- **ground truth**: exact search with the index's own metric (FAISS brute force, the index step's ``knn``, batches
+  of queries).
 - **zero vectors**: a query whose neighbours are undefined is an ``error`` (left out of every recall, listed in
   ``details["queries"]["undefined"]`` and among the run's failures, each named): every query when every indexed
   vector is zero (every score ties, so any answer would score recall 1), and under cosine each zero query vector.
@@ -41,7 +42,8 @@ Per pipeline, over the chunk vectors of the run (or a user's ``vectors.npy``):
   ``{"label", "knob", "value", "queries", "qps", "p50_ms", "p95_ms", "mean_ms"}`` with ``label`` equal to the
   ``details["sweep"]["cells"][i]["label"]`` it times (single-threaded per-query search, wall clock, percentiles by
   nearest rank), ``configured`` (the same for the pipeline's own setting) and ``frontier``: the settings not dominated
-  in (mean per-query recall@k, qps), ``{"label", "recall@k", "qps"}``.
+  in (mean per-query recall@k, qps), ``{"label", "recall@k", "qps"}``. The index itself is built by the pipeline's
+  index step, once for this audit and the retrieval audit alike (``timings[<pipeline>]["steps"]["index"]``).
 
 A user's own index (DESIGN.md "precomputed outputs"): ``DIR/<pipeline>/vectors.npy`` + ``vector_ids.json`` (ids
 ``"<doc id>#<chunk index>"``, chunks of the run's chunker) replace the run's vectors, and ``ann_results.jsonl``
@@ -74,6 +76,7 @@ import numpy as np
 
 from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
 from ingestaudit.config import Limits
+from ingestaudit.index_settings import IndexInputError, IndexSettings, check_vectors
 from ingestaudit.inputs import InputFileError, open_input_file, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
@@ -82,8 +85,6 @@ from ingestaudit.metrics.intervals import bootstrap_ratio, wilson
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.output_schemas import AnnResultsLine
 from ingestaudit.schema_keys import PAGES, anchor, keys_of, unknown_keys
-from ingestaudit.stages.index import (IndexInputError, IndexSettings, build_ann, check_vectors, distance_counter,
-                                      exact_search, l2_normalise, timed_search)
 
 ALL = "__all__"
 FILTERED = "filtered"
@@ -392,19 +393,20 @@ def _ci(interval: Any) -> dict[str, Any] | None:
     return {"low": interval.low, "high": interval.high, "method": interval.method.replace(",docs,", ",queries,")}
 
 
-def _exact(base: np.ndarray, q: _Queries, kmax: int, metric: str) -> _Truth:
+def _exact(knn: Any, base: np.ndarray, q: _Queries, kmax: int, metric: str) -> _Truth:
+    """Exact ground truth of every query with ``knn`` (the index step's brute-force search)."""
     m = q.vectors.shape[0]
     ids = np.full((m, kmax), -1, dtype=np.int64)
     selfq = np.flatnonzero((q.self_rows >= 0) & np.array([a is None for a in q.allowed], dtype=bool))
     plain = np.flatnonzero((q.self_rows < 0) & np.array([a is None for a in q.allowed], dtype=bool))
     if selfq.size:
-        _, i_ = exact_search(base, q.vectors[selfq], kmax + 1, metric)
+        _, i_ = knn(base, q.vectors[selfq], kmax + 1, metric)
         ids[selfq] = ann.drop_self(i_, q.self_rows[selfq], kmax)
     if plain.size:
-        _, ids[plain] = exact_search(base, q.vectors[plain], kmax, metric)
+        _, ids[plain] = knn(base, q.vectors[plain], kmax, metric)
     for j, a in enumerate(q.allowed):
         if a is not None:
-            _, i_ = exact_search(base, q.vectors[j:j + 1], kmax + (q.self_rows[j] >= 0), metric, allowed=a)
+            _, i_ = knn(base, q.vectors[j:j + 1], kmax + (q.self_rows[j] >= 0), metric, allowed=a)
             ids[j] = ann.drop_self(i_, q.self_rows[j:j + 1], kmax)[0]
     return _Truth(ids, ann.true_scores(base, q.vectors, ids, metric))
 
@@ -597,19 +599,19 @@ def _timing(lat: np.ndarray) -> dict[str, Any]:
 
 def _search_all(index: Any, q: _Queries, kmax: int, params: Mapping[str, int] | None
                 ) -> tuple[np.ndarray, np.ndarray, int | None]:
-    """Every query, one at a time single-threaded: (raw ids (m, kmax + 1), latencies ms, distance computations)."""
+    """Every query, one at a time single-threaded, on ``index`` (the index step's `AnnIndex`): (raw ids
+    (m, kmax + 1), latencies ms, distance computations)."""
     m = len(q.keys)
     raw = np.full((m, kmax + 1), -1, dtype=np.int64)
     lat = np.zeros(m)
     if m == 0:
         return raw, lat, 0
     selfq = q.self_rows >= 0
-    with distance_counter(index) as counted:
+    with index.count_distances() as counted:
         for mask, kk in ((selfq, kmax + 1), (~selfq, kmax)):
             idx = np.flatnonzero(mask)
             if idx.size:
-                _, i_, l_ = timed_search(index, q.vectors[idx], kk, allowed=[q.allowed[j] for j in idx],
-                                         params=params)
+                _, i_, l_ = index.search(q.vectors[idx], kk, allowed=[q.allowed[j] for j in idx], params=params)
                 raw[idx, :kk] = i_
                 lat[idx] = l_
     return raw, lat, counted["distances"]
@@ -758,7 +760,7 @@ def _answer_errors(ann_results: Mapping[str, Sequence[str]], q_ids: Sequence[str
     return errors, unreadable + problems
 
 
-def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: Sequence[str], *,
+def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: Sequence[str], *, step: Any,
                   queries: np.ndarray | None = None, query_ids: Sequence[str] | None = None,
                   query_classes: Sequence[str] | None = None,
                   query_allowed: Sequence[np.ndarray | None] | None = None,
@@ -774,6 +776,10 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         vectors: ``(n, d)`` chunk vectors as the pipeline produced them.
         chunk_ids: ``n`` unique ids (``"<doc id>#<chunk index>"`` in a run).
         chunk_classes: ``n`` classes (the chunk's document class).
+        step: the pipeline's index step (`ingestaudit.stages.index_step.IndexStep`, or any object with its methods
+            ``normalised(x, inplace=)``, ``knn(base, queries, k, metric, allowed=)`` and ``ann(vectors, settings)``
+            returning an index with ``search``, ``count_distances``, ``build_seconds`` and ``memory_bytes``): the
+            audit normalises, searches exactly and builds the approximate index through it, never by itself.
         queries: ``(m, d)`` labelled-question vectors, or None.
         query_ids: ``m`` question ids (default ``"q0".."q{m-1}"``); used to match ``ann_results``.
         query_classes: ``m`` classes (required when ``queries`` is given).
@@ -837,7 +843,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     if normalised and not (abs(raw_norms["min"] - 1) <= 1e-6 and abs(raw_norms["max"] - 1) <= 1e-6):
         # in place when the caller allows it, or when check_vectors already made a float32 copy of the input
         copied = not (isinstance(vectors, np.ndarray) and np.may_share_memory(raw, vectors))
-        indexed = l2_normalise(raw, inplace=normalise_in_place or copied)
+        indexed = step.normalised(raw, inplace=normalise_in_place or copied)
         raw = None if indexed is raw else raw  # overwritten in place: the vectors as given no longer exist
     idx_norms = raw_norms if indexed is raw else ann.norm_stats(indexed)
 
@@ -860,7 +866,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         if len(set(q_ids)) != m_q:
             raise ValueError("query ids must be unique")
         if normalised:
-            qv = l2_normalise(qv)
+            qv = step.normalised(qv)
     else:
         qv, q_ids, q_cls, q_all = np.zeros((0, d), np.float32), [], [], []
 
@@ -910,8 +916,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     del groups
 
     # -- exact ground truth
-    truth = _exact(indexed, qs, kmax, metric) if keys else _Truth(np.zeros((0, kmax), np.int64),
-                                                                    np.zeros((0, kmax)))
+    truth = (_exact(step.knn, indexed, qs, kmax, metric) if keys
+             else _Truth(np.zeros((0, kmax), np.int64), np.zeros((0, kmax))))
     details: dict[str, Any] = {}
     timings: dict[str, Any] = {}
     labels = np.array(qs.labels)
@@ -948,7 +954,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                              "note": "ids a filtered question's answer holds outside its filter count as misses"}
         details["sweep"] = {"knob": None, "cells": [cell_of(scored, setting_label, None, None, None)]}
     else:
-        index, build_s, memory = build_ann(indexed, settings)
+        index = step.ann(indexed, settings)  # built once per pipeline by the step (shared with retrieval)
+        build_s, memory = index.build_seconds, index.memory_bytes
         knob = settings.knob
         values = tuple(sweep) if sweep is not None else _default_sweep(settings, n)
         if knob == "nprobe":
@@ -966,7 +973,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
             raw_ids, lat, ndis = _search_all(index, qs, kmax, params)
             ann_ids, violations = _clean_answers(raw_ids, qs, kmax)
             runs[v] = (_score(indexed, qs, truth, ann_ids, ks, metric, rtol), lat, violations, ndis)
-        del index  # everything below works on the answers; free the index before the intervals' scratch memory
+        del index  # everything below works on the answers (the step keeps the index for the other auditors)
         cells = [cell_of(runs[v][0], f"{knob}={v}", knob, v, memory, runs[v][3]) for v in values]
         details["sweep"] = {"knob": knob, "values": list(values), "index": settings.options(),
                             "nlist": settings.resolved_nlist(n) if settings.kind == "ivf" else None,
@@ -1001,11 +1008,11 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                                     "length as much as by angle (FAISS #812, #1119); zero vectors are counted "
                                     "apart and do not raise the flag")}
     if flag and sample.size:
-        unit = l2_normalise(indexed)  # not normalised here (the flag needs normalised=False): indexed is as given
+        unit = step.normalised(indexed)  # not normalised here (the flag needs normalised=False): indexed is as given
         sq = _Queries(unit[sample], [chunk_ids[r] for r in sample], [chunk_classes[r] for r in sample], sample,
                       [None] * sample.size, np.full(sample.size, n - 1))
         ip_truth = truth.ids[:sample.size]  # self queries come first, searched on the indexed vectors
-        cos_truth = _exact(unit, sq, kmax, "cosine").ids
+        cos_truth = _exact(step.knn, unit, sq, kmax, "cosine").ids
         del unit
         hits = ann.intersection_hits(ip_truth, cos_truth, kmax)
         den = ann.denominators(kmax, n - 1, sample.size)
@@ -1083,7 +1090,9 @@ class IndexAuditor(PipelineAuditor):
         seed: the run's seed by default.
 
     The pipeline's index stage gives the index: its implementation (``hnsw``, ``ivf``, ``flat``) and options
-    (`IndexSettings` fields, plus ``normalise``: default True, the pipeline L2-normalises before indexing).
+    (`IndexSettings` fields, plus ``normalise``: default True, the pipeline L2-normalises before indexing). The index
+    step handed in as ``PipelineContext.index`` builds and searches it (`ingestaudit.stages.index_step`); this
+    auditor only reads it.
 
     Not a default stage without questions: like chunking and retrieval, ``index`` runs by default only when the
     corpus has questions or the run configures pipelines, because it needs every chunk embedded (the costliest step
@@ -1160,10 +1169,11 @@ class IndexAuditor(PipelineAuditor):
         """
         from ingestaudit.questions import filter_passes
 
-        choice = ctx.pipeline.stage("index")
-        opts = choice.kwargs()
-        normalise = opts.pop("normalise", True)
-        settings = IndexSettings.from_options(choice.use, {"seed": ctx.seed, **opts})
+        if ctx.index is None:
+            raise ValueError("no index step: PipelineContext.index is None (the runner attaches it with "
+                             "ingestaudit.stages.retrieve_step.with_index_steps)")
+        settings = ctx.index.pipeline_settings()
+        normalise = ctx.index.normalise
         docs = [d for d in ctx.docs if d.state is State.OK and len(d.texts)]
         doc_class = {d.doc_id: d.doc_class for d in ctx.docs}
         meta: dict[str, dict[str, Any]] = {}
@@ -1237,4 +1247,4 @@ class IndexAuditor(PipelineAuditor):
                 "declared_metric": settings.metric, "normalised": bool(normalise), "settings": settings,
                 "k_list": self.k_list, "sweep": sweep, "target_recall": self.target_recall,
                 "n_sample_queries": self.n_sample_queries, "seed": self.seed, "ann_results": ann_results,
-                "normalise_in_place": True, "_user": user}
+                "normalise_in_place": True, "step": ctx.index, "_user": user}

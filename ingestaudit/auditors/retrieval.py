@@ -1,12 +1,14 @@
 """The retrieval auditor (``retrieval.*``) and the loss waterfall, per labelled question x pipeline.
 
-Per pipeline, the embedded chunks of every document go into an exact FAISS index (inner product on L2-normalised
-vectors: cosine) and into the pipeline's approximate index (HNSW by default). Each question is embedded with the same
-model and searched in both, among the chunks its metadata ``filter`` lets through (a hard filter applied inside the
-search, as a vector store does). The ranking metrics score the approximate index's results (what the pipeline
-serves); the exact results tell ranking misses from ANN misses in the waterfall. A user's own results
-(``retrieval.jsonl`` of a precomputed pipeline) or a user retriever (`ingestaudit.stages.retrievers`) replace the
-search; their ranking is scored as returned.
+Per pipeline, the retrieve step (`ingestaudit.stages.retrieve_step`, handed in as ``PipelineContext.retrieve``) ranks
+the chunks for each question: the embedded chunks of every document sit in an exact FAISS index (inner product on
+L2-normalised vectors: cosine) and in the pipeline's approximate index (HNSW by default), both built once by the
+pipeline's index step; each question, embedded with the same model, is searched in both among the chunks its
+metadata ``filter`` lets through (a hard filter applied inside the search, as a vector store does). This auditor
+only reads those results (`ingestaudit.retrieved.Retrieved`). The ranking metrics score the approximate index's
+results (what the pipeline serves); the exact results tell ranking misses from ANN misses in the waterfall. A user's
+own results (``retrieval.jsonl`` of a precomputed pipeline) or a user retriever (`ingestaudit.stages.retrievers`)
+replace the search; their ranking is scored as returned.
 
 Every convention that changes a number is a named entry of `CONVENTIONS`, printed in the report
 (``config.auditors.retrieval``) and in docs/metrics.md.
@@ -22,19 +24,13 @@ filter (a filter violation, counted by ``retrieval.filter_violation``), so the `
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ingestaudit.auditors.base import PipelineAuditor, PipelineContext, PipelineResult
-from ingestaudit.inputs import InputFileError, read_input_text
-from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.output_schemas import check_retrieval_keys
 
 OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter", "missed_by_ranking",
             "missed_by_ann", "retrieved")
@@ -196,18 +192,7 @@ class _Run:
         self.docs = {d.doc_id: d for d in ctx.docs}
         self.sign = 1.0  # confidence = sign * top-1 score (-1 for L2 distances)
         self.questions_embedded = 0
-        rows, vectors, meta = [], [], []
-        for d in ctx.docs:
-            if d.state is State.OK and d.vectors is not None:
-                for i in range(len(d.texts)):
-                    rows.append((d.doc_id, i))
-                    meta.append(d.metadata[i] if i < len(d.metadata) else {})
-                vectors.append(np.asarray(d.vectors, dtype=np.float32))
-        self.rows = rows
-        self.meta = meta
-        self.fields: set[str] = set().union(*meta)  # every metadata field some chunk carries
-        self.row_of = {r: j for j, r in enumerate(rows)}
-        self.vectors = np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
+        self.table: Any = None  # the retrieve step's chunk table (`ingestaudit.retrieved.ChunkTable`)
 
     def result(self) -> PipelineResult:
         out = PipelineResult()
@@ -217,32 +202,17 @@ class _Run:
         if not qs:
             return out
         kmax = max(self.ks)
-        allowed = [self._allowed(q) for q in qs]
-        retriever = self.ctx.pipeline.stage("retriever")
-        user = self._user_results()
-        qstats: dict[str, int] = {}
-        if isinstance(user, str):  # an unreadable retrieval.jsonl: every question is an error, the file named
-            out.failures.append(user)
-            ranks: list[tuple[Any, Any, float | None]] = [(user, user, None)] * len(qs)
-            latencies: list[float] = []
-            out.timings = {"source": "retrieval.jsonl (unreadable)"}
-        elif user is not None:
-            ranks, latencies = user["ranks"], user["latency_ms"]
-            out.failures += user["problems"]
-            out.timings = {"source": user["path"], "index_build_s": None}
-        elif not self.rows:  # nothing to search: every question returns nothing and scores 0, never dropped
-            ranks, latencies = [([], [], None)] * len(qs), []
-            out.timings = {"source": "none: the pipeline produced no chunk for any document", "index_build_s": None}
-        else:
-            try:
-                if retriever.use != "dense":
-                    ranks, latencies, out.timings, qstats = self._plugin(retriever, qs, allowed, out)
-                else:
-                    ranks, latencies, out.timings, qstats = self._search(qs, allowed, kmax)
-            except Exception as exc:  # an index that cannot be built or searched: every question an error, once
-                msg = f"retriever {retriever.use!r}: {type(exc).__name__}: {exc}"
-                out.failures.append(msg)
-                ranks, latencies, out.timings = [(msg, msg, None)] * len(qs), [], {"retriever": retriever.use}
+        if self.ctx.retrieve is None:
+            raise ValueError("no retrieve step: PipelineContext.retrieve is None (the runner attaches it with "
+                             "ingestaudit.stages.retrieve_step.with_index_steps)")
+        got = self.ctx.retrieve(self.depth, kmax)  # the retrieve step's ranked results (`Retrieved`)
+        self.table = got.table
+        self.sign = 1.0 if got.higher_is_closer else -1.0
+        self.questions_embedded = got.questions_embedded
+        allowed = [self.table.allowed(q.filter) for q in qs]
+        ranks, latencies, qstats = got.ranks, got.latencies_ms, got.embedding
+        out.failures += got.failures
+        out.timings = dict(got.timings)
         top1: dict[str, float] = {}
         unscored = {"failed": 0, "no_score": 0}  # left out of abstention_auroc
         waterfall: dict[str, dict[str, int]] = {}
@@ -291,217 +261,6 @@ class _Run:
                                     "by_class": {c: waterfall[c] for c in sorted(waterfall)}}
         return out
 
-    # ------------------------------------------------------------------------------------------- result sources
-
-    def _embed_questions(self, qs: list[Any]) -> tuple[np.ndarray, dict[str, int], float]:
-        """Question vectors with the pipeline's embedder, the embedder's counter increments and the wall time."""
-        stats = getattr(self.ctx.embed_questions, "stats", None)
-        before = stats() if stats is not None else {}
-        t0 = time.perf_counter()
-        qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
-        seconds = time.perf_counter() - t0
-        self.questions_embedded = len(qs)
-        after = stats() if stats is not None else {}
-        return qvec, {k: int(after.get(k, 0) - before.get(k, 0)) for k in after}, seconds
-
-    def _search(self, qs: list[Any], allowed: list[np.ndarray | None], kmax: int
-                ) -> tuple[list[tuple[Any, list[int], float | None]], list[float], dict[str, Any], dict[str, int]]:
-        """Per question: the approximate index's ranked chunk rows (``depth`` of them), the exact ranking (``kmax``)
-        and the approximate top-1 score; the latencies of the searched queries; timings; question embedding counts."""
-        from ingestaudit.stages.index import IndexSettings, build_ann, build_exact, search, timed_search
-
-        choice = self.ctx.pipeline.stage("index")
-        opts = {k: v for k, v in choice.kwargs().items() if k != "normalise"}
-        settings = IndexSettings.from_options(choice.use, {"seed": self.ctx.seed, **opts})
-        self.sign = 1.0 if settings.higher_is_closer else -1.0
-        import faiss  # noqa: F401  (imported before the clock starts: its import is no build time)
-
-        t0 = time.perf_counter()
-        exact = build_exact(self.vectors, settings.metric)
-        exact_s = time.perf_counter() - t0
-        ann, build_s, mem = build_ann(self.vectors, settings)
-        qvec, qstats, embed_s = self._embed_questions(qs)
-        ranks, latencies = [], []
-        for qi in range(len(qs)):
-            _, ex_ids = search(exact, qvec[qi:qi + 1], kmax, allowed=allowed[qi])
-            an_scores, an_ids, lat = timed_search(ann, qvec[qi:qi + 1], self.depth, allowed=[allowed[qi]])
-            latencies += [float(x) for x in lat]  # NaN: a filter that passes nothing (no search ran)
-            ann_rank = [int(i) for i in an_ids[0] if i >= 0]
-            ranks.append((ann_rank, [int(i) for i in ex_ids[0] if i >= 0],
-                          float(an_scores[0][0]) if ann_rank else None))
-        timings = {"retriever": "dense", "metric": settings.metric,
-                   "index_build_s": {"exact": exact_s, "approximate": build_s}, "index_memory_bytes": mem,
-                   "question_embedding_s": embed_s}
-        return ranks, latencies, timings, qstats
-
-    def _plugin(self, choice: Any, qs: list[Any], allowed: list[np.ndarray | None], out: PipelineResult
-                ) -> tuple[list[tuple[Any, Any, float | None]], list[float], dict[str, Any], dict[str, int]]:
-        """Rankings from a user retriever (`ingestaudit.stages.retrievers`): its order is the pipeline's, for both
-        sides of the waterfall's exact/approximate split. A retriever that fails to load or to index makes every
-        question an ``error`` with that message (one failure); one that raises or returns unknown rows in
-        ``search`` makes that question an ``error``."""
-        from ingestaudit.stages.retrievers import ChunkView, load_retriever
-
-        timings: dict[str, Any] = {"retriever": choice.use, "index_build_s": None}
-        step = "load"
-        try:
-            retriever = load_retriever(choice.use, choice.kwargs())
-            step = "index"
-            views = [ChunkView(j, doc, self.docs[doc].texts[i], self.docs[doc].pages[i],
-                               self.docs[doc].sections[i], self.meta[j]) for j, (doc, i) in enumerate(self.rows)]
-            t0 = time.perf_counter()
-            retriever.index(views, self.vectors)
-            timings["index_build_s"] = {"retriever": time.perf_counter() - t0}
-        except Exception as exc:  # every question of this pipeline becomes an error row, reported once
-            msg = f"retriever {choice.use!r} failed at {step}: {type(exc).__name__}: {exc}"
-            out.failures.append(msg)
-            return [(msg, msg, None)] * len(qs), [], timings, {}
-        qvec, qstats, timings["question_embedding_s"] = self._embed_questions(qs)
-        ranks, latencies = [], []
-        for qi, q in enumerate(qs):
-            t0 = time.perf_counter()
-            try:
-                found = list(retriever.search(q.question, qvec[qi], self.depth, allowed[qi]))
-                latencies.append((time.perf_counter() - t0) * 1000)
-                rows = [int(r) for r, _ in found]
-                bad = [r for r in rows if not 0 <= r < len(self.rows)]
-                if bad:
-                    raise ValueError(f"unknown chunk row {bad[0]} ({len(self.rows)} chunks)")
-                score = float(found[0][1]) if found else None
-                if score is not None and not np.isfinite(score):
-                    raise ValueError(f"top-1 score {score!r} is not finite")
-            except Exception as exc:  # one question's failure never stops the others
-                msg = f"retriever {choice.use!r}: {type(exc).__name__}: {exc}"
-                ranks.append((msg, msg, None))
-                continue
-            ranks.append((rows, rows, score))
-        return ranks, latencies, timings, qstats
-
-    def _user_results(self) -> dict[str, Any] | str | None:
-        """A precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md): per question its ranked chunks (the first
-        ``depth``), as rows of this run's chunks, its top-1 score and latency. None when the pipeline has none; a
-        message naming the file when it cannot be read (every question is then an ``error``).
-
-        A line that is not a result record (invalid JSON, missing keys, wrong types) makes its question an ``error``
-        when the line still names a known question; a line whose question cannot be told, or that names an unknown
-        question, is a problem named with its line number (``problems``, each reported once). The valid lines are
-        audited; a question that no line names is an ``error`` when some line could not be read (that line may have
-        been its own: the message says so and names the first such line), else an empty result (scores 0). A result
-        naming an unknown document or chunk, a score that is not a finite number, or a question given twice makes
-        that question an ``error`` (message with file and line; a repeat keeps the first line's own problem in its
-        message); a ``latency_ms`` that is not a finite number >= 0 is a problem and never a percentile. Exact
-        and approximate are not told apart: the ranking is the retriever's, its misses are ``missed_by_ranking``."""
-        import json
-
-        path = user_results_file(self.ctx.pipeline.folder)
-        if path is None:
-            return None
-        by_q: dict[str, tuple[Any, Any, float | None]] = {}
-        first_line: dict[str, int] = {}
-        repeated: set[str] = set()  # questions already given twice: their first repeat's message stands
-        latency: list[float] = []
-        problems: list[str] = []
-        malformed: list[str] = []
-        known = {q.id for q in self.ctx.questions}
-        try:  # a FIFO, a device, a file over limits.results_bytes: every question an error, never the dense search
-            text = read_input_text(path, max_bytes=self.ctx.input_limits().results_bytes,
-                                   limit="limits.results_bytes", bom=True)
-        except InputFileError as exc:
-            return str(exc)
-        lines = jsonl_lines(text)  # on "\n" only: U+2028 inside a string is not a line break
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            rec: Any = None
-            try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict):
-                    raise TypeError(f"a line must be a JSON object, not {type(rec).__name__}")
-                check_retrieval_keys(rec)  # an unknown key names the valid ones and docs/outputs.md
-                qid, results = rec["question"], rec["results"]
-                if not isinstance(qid, str) or not isinstance(results, list):
-                    raise TypeError("'question' must be a string and 'results' a list")
-            except (KeyError, ValueError, TypeError, RecursionError) as exc:
-                why = f"{path}: line {n}: " + (f"missing key {exc}" if isinstance(exc, KeyError) else str(exc))
-                qid = rec.get("question") if isinstance(rec, dict) else None
-                if isinstance(qid, str) and qid in known:  # the line names its question: that question's error
-                    self._put(by_q, first_line, repeated, qid, n, (why, why, None), path)
-                else:  # whose results these were cannot be told
-                    malformed.append(why)
-                continue
-            if qid not in known:
-                problems.append(f"{path}: line {n}: unknown question {qid!r}")
-                continue
-            rows: list[int] = []
-            problem = None
-            for j, r in enumerate(results[:self.depth]):
-                row = self._user_row(r)
-                if isinstance(row, str):
-                    problem = f"{path}: line {n}: results[{j}]: {row}"
-                    break
-                rows.append(row)
-            score = results[0].get("score") if results and isinstance(results[0], dict) else None
-            if problem is None and score is not None and (isinstance(score, bool) or not isinstance(
-                    score, (int, float)) or not np.isfinite(score)):
-                problem = f"{path}: line {n}: results[0]: score {score!r} is not a finite number"
-            score = float(score) if problem is None and score is not None else None
-            first = self._put(by_q, first_line, repeated, qid, n, (problem or rows, problem or rows, score), path)
-            lat = rec.get("latency_ms")
-            if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float))
-                                    or not np.isfinite(lat) or lat < 0):
-                problems.append(f"{path}: line {n}: latency_ms {lat!r} is not a finite number >= 0: not counted "
-                                "in the latency percentiles")
-            elif lat is not None and first:  # a repeat's is not counted
-                latency.append(float(lat))
-        missing: tuple[Any, Any, float | None] = ([], [], None)
-        if malformed:
-            why = (f"no readable line of {path} names this question, and {len(malformed)} line(s) cannot be read "
-                   f"(its results may be on one of them; first: {malformed[0].removeprefix(f'{path}: ')})")
-            missing = (why, why, None)
-        ranks = [by_q.get(q.id, missing) for q in self.ctx.questions]
-        return {"ranks": ranks, "latency_ms": latency, "path": str(path), "problems": malformed + problems}
-
-    @staticmethod
-    def _put(by_q: dict[str, tuple[Any, Any, float | None]], first_line: dict[str, int], repeated: set[str],
-             qid: str, n: int, rank: tuple[Any, Any, float | None], path: Path) -> bool:
-        """Record line ``n``'s result for ``qid``; True when it is the question's first line. A question given twice
-        is an error whose message keeps the first line's own problem, if it had one; a later repeat changes
-        nothing."""
-        if qid not in first_line:
-            first_line[qid] = n
-            by_q[qid] = rank
-            return True
-        if qid in repeated:
-            return False
-        repeated.add(qid)
-        msg = f"{path}: line {n}: question {qid!r} repeated (first on line {first_line[qid]})"
-        earlier = by_q[qid][0]
-        if isinstance(earlier, str):
-            msg += f"; line {first_line[qid]}: {earlier.removeprefix(f'{path}: line {first_line[qid]}: ')}"
-        by_q[qid] = (msg, msg, None)
-        return False
-
-    def _user_row(self, r: Any) -> int | str:
-        """The chunk row a user's result names (``{"doc", "chunk": index or {"start", "end"}}``), or why not."""
-        if not isinstance(r, dict) or not isinstance(r.get("doc"), str) or "chunk" not in r:
-            return "needs 'doc' and 'chunk'"
-        doc, chunk = r["doc"], r["chunk"]
-        d = self.docs.get(doc)
-        if d is None:
-            return f"unknown document {doc!r}"
-        if isinstance(chunk, int) and not isinstance(chunk, bool):
-            idx = chunk
-        elif isinstance(chunk, dict) and isinstance(chunk.get("start"), int) and isinstance(chunk.get("end"), int):
-            hits = [i for i, iv in enumerate(d.intervals) if iv == (chunk["start"], chunk["end"])]
-            if not hits:
-                return f"no chunk of {doc!r} at [{chunk['start']}, {chunk['end']})"
-            idx = hits[0]
-        else:
-            return "'chunk' must be an index or {\"start\", \"end\"}"
-        if (doc, idx) not in self.row_of:
-            return f"unknown chunk {chunk!r} of {doc!r} ({len(d.texts)} chunks)"
-        return self.row_of[(doc, idx)]
-
     def _unchecked_page(self, q: Any) -> str | None:
         """Why question ``q`` cannot be scored by this pipeline, or None: a page evidence item with the
         ``reference`` parser, whose text is the labelled reference text, one page without page breaks, so no page
@@ -521,21 +280,14 @@ class _Run:
         (truth metadata or the chunker's), so the filter would exclude every chunk and its misses would be charged
         to ``excluded_by_filter``; None when every field is carried, or when the pipeline has no chunk at all (the
         question then scores 0 like every other)."""
-        if not q.filter or not self.meta:
+        if not q.filter or not self.table.meta:
             return None
-        missing = sorted(k for k in q.filter if k not in self.fields)
+        fields = self.table.fields
+        missing = sorted(k for k in q.filter if k not in fields)
         if not missing:
             return None
         return (f"filter field {', '.join(map(repr, missing))} is carried by none of this pipeline's "
-                f"{len(self.meta)} chunks (truth or chunker metadata): the filter would exclude every chunk")
-
-    def _allowed(self, q: Any) -> np.ndarray | None:
-        """The chunk rows a question's filter lets through (None: no filter)."""
-        from ingestaudit.questions import filter_passes
-
-        if not q.filter:
-            return None
-        return np.array([j for j, m in enumerate(self.meta) if filter_passes(q.filter, m)], dtype=np.int64)
+                f"{len(self.table.meta)} chunks (truth or chunker metadata): the filter would exclude every chunk")
 
     # ------------------------------------------------------------------------------------------- one question
 
@@ -546,7 +298,7 @@ class _Run:
         trace = d.evidence.get((q.id, i)) if d is not None else None
         if trace is None:
             return []
-        return [self.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.row_of]
+        return [self.table.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.table.row_of]
 
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
                   allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]]) -> None:
@@ -627,7 +379,7 @@ class _Run:
 
     def _covered(self, q: Any, row: int) -> list[tuple[str, int, int]]:
         """Reference intervals of the question's evidence spans that chunk ``row`` covers."""
-        doc_id, c = self.rows[row]
+        doc_id, c = self.table.rows[row]
         d = self.docs[doc_id]
         out = []
         for i, ev in enumerate(q.relevant):
@@ -711,14 +463,6 @@ class _Run:
                 "method": "model_calls, texts_embedded and tokens_embedded count this run's embedding-cache misses "
                           "(word pieces the model read, cut to its window, special tokens excluded); "
                           "chunk_word_pieces counts every chunk, uncut"}
-
-
-def user_results_file(folder: Path | None) -> Path | None:
-    """A precomputed pipeline's ``retrieval.jsonl`` when its outputs folder holds an entry of that name (a FIFO or
-    a broken link too: reading it then fails, naming it, and the search is never run in its place); else None."""
-    if folder is None or not os.path.lexists(folder / "retrieval.jsonl"):
-        return None
-    return folder / "retrieval.jsonl"
 
 
 def auroc(positives: list[float], negatives: list[float]) -> float:

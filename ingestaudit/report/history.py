@@ -26,6 +26,7 @@ DuckDB reads it as it is, e.g. ``duckdb.sql("SELECT item, value FROM 'out/measur
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -103,21 +104,18 @@ def _sniff(path: Path) -> None:
     """Refuse, before DuckDB opens it, what is not a regular file or not a DuckDB database (a SQLite file would
     make DuckDB reach for its SQLite extension). An empty file is left to DuckDB, which refuses it without writing
     (`_open` says so), since it may be a history another process is creating this instant."""
-    import stat
+    from ingestaudit.inputs import InputFileError, open_input_file
 
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise HistoryError(f"{path}: is a folder, not a history file")
-    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device (through a link too): never opened
-        raise HistoryError(f"{path}: not a regular file, so not a history file")
-    try:
-        with path.open("rb") as f:
+    try:  # the shared reader for a user's files: stat first, a FIFO or device is never opened (issue 30)
+        with open_input_file(path, max_bytes=sys.maxsize, limit="") as f:
             head = f.read(16)
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except InputFileError as exc:
+        if exc.kind == "a folder":
+            raise HistoryError(f"{path}: is a folder, not a history file") from None
+        if exc.kind is not None:
+            raise HistoryError(f"{path}: not a regular file, so not a history file ({exc.reason})") from None
+        why = (exc.oserror.strerror or exc.oserror) if exc.oserror is not None else exc.reason
+        raise HistoryError(f"{path}: cannot be read ({why})") from None
     offset, magic = _DUCKDB_MAGIC
     if not head or head[offset:offset + len(magic)] == magic:
         return

@@ -422,15 +422,6 @@ def read_report(path: Path) -> Report:
         ReportError: not a regular file (a FIFO would block the read for ever), unreadable, not JSON, another
             schema major version, or fields that break the contract.
     """
-    import stat
-
-    try:
-        regular = stat.S_ISREG(path.stat().st_mode)  # through links
-    except OSError as exc:
-        raise ReportError(f"{path}: not a readable JSON report ({exc.strerror or exc})") from None
-    if not regular:
-        raise ReportError(f"{path}: not a regular file, so not a report.json (a folder, FIFO or device)")
-
     def no_constants(name: str) -> float:
         raise ValueError(f"{name} is not a number a report may hold")
 
@@ -441,7 +432,7 @@ def read_report(path: Path) -> Report:
     except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named (issue 30)
         if exc.kind is not None:
             raise ReportError(f"{path}: not a regular file, so not a report.json ({exc.reason})") from None
-        why = exc.oserror if exc.oserror is not None else exc.reason  # as before: the OSError's own text
+        why = (exc.oserror.strerror or exc.oserror) if exc.oserror is not None else exc.reason
         raise ReportError(f"{path}: not a readable JSON report ({why})") from None
     try:
         raw = json.loads(text, parse_constant=no_constants)

@@ -17,6 +17,7 @@ from ingestaudit.measurement import State
 from ingestaudit.pipeline import Pipeline, StageChoice
 from ingestaudit.questions import Question
 from ingestaudit.stages.embedders.base import Embedder
+from ingestaudit.stages.retrieve_step import with_index_steps
 
 
 def unit(deg: float) -> list[float]:
@@ -70,8 +71,8 @@ def context(docs: list[DocChunks], questions: list[Question], angles: dict[str, 
 
     if stats is not None:
         embed.stats = stats  # type: ignore[attr-defined]
-    return PipelineContext(pipe or pipeline(), docs, questions, {q.id: "c" for q in questions}, embed, 0.5, 0,
-                           list(rejected or ()))
+    return with_index_steps(PipelineContext(pipe or pipeline(), docs, questions, {q.id: "c" for q in questions},
+                                            embed, 0.5, 0, list(rejected or ())))
 
 
 def rows(result: Any, metric: str, label: str = "") -> dict[str, Any]:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ingestaudit.auditors.base import PipelineContext
-from ingestaudit.auditors.index import (IndexAuditor, UserIndexError, audit_vectors, read_ann_results,
-                                        read_user_vectors)
+from ingestaudit.auditors.index import IndexAuditor, UserIndexError, read_ann_results, read_user_vectors
+from ingestaudit.auditors.index import audit_vectors as _audit_vectors
 from ingestaudit.chain import DocChunks
 from ingestaudit.measurement import State
 from ingestaudit.auditors.metric_catalog import get
@@ -18,6 +18,15 @@ from ingestaudit.pipeline import make_pipeline
 from ingestaudit.questions import Question
 from ingestaudit.stages.index import (IndexInputError, IndexSettings, build_ann, build_exact, exact_search,
                                       index_memory_bytes, l2_normalise, search, timed_search)
+from ingestaudit.stages.index_step import IndexStep
+from ingestaudit.stages.retrieve_step import with_index_steps
+
+
+
+def audit_vectors(*args, **kw):
+    """The audit with a fresh FAISS index step (audit_vectors reads its indexes through the step, issue 24)."""
+    return _audit_vectors(*args, step=IndexStep(), **kw)
+
 
 IP_BASE = np.array([[1, 0], [10, 10], [0.9, 0.1]], dtype=np.float32)
 Q10 = np.array([[1, 0]], dtype=np.float32)
@@ -410,7 +419,7 @@ def test_user_results_with_self_queries_and_unknown_ids():
 
 def ctx_for(docs, questions=(), classes=None, embed=None, table=None, root=None):
     pipe = make_pipeline("p", table or {"index": {"use": "hnsw", "m": 8}}, precomputed_root=root)
-    return PipelineContext(pipe, list(docs), list(questions), classes or {}, embed, 0.5, 0)
+    return with_index_steps(PipelineContext(pipe, list(docs), list(questions), classes or {}, embed, 0.5, 0))
 
 
 def doc(doc_id, cls, vectors, metadata=None):

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from ingestaudit.auditors.index import audit_vectors
+from ingestaudit.stages.index_step import IndexStep
 from ingestaudit.stages.chunkers.base import ChunkerInput
 from ingestaudit.stages.chunkers.registry import load_chunker
 from ingestaudit.stages.index import IndexSettings
@@ -62,8 +63,9 @@ def chroma(shared_dataset):
 
 def audit(chroma, settings):
     vectors, ids, classes, qv, qcls = chroma
-    return audit_vectors(vectors, ids, classes, queries=qv, query_ids=[f"q{i}" for i in range(len(qv))],
-                         query_classes=qcls, settings=settings, n_sample_queries=200, seed=0)
+    return audit_vectors(vectors, ids, classes, step=IndexStep(), queries=qv,
+                         query_ids=[f"q{i}" for i in range(len(qv))], query_classes=qcls, settings=settings,
+                         n_sample_queries=200, seed=0)
 
 
 def test_chroma_corpora_chunk_count(chroma):
