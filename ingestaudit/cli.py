@@ -659,6 +659,12 @@ def stages() -> None:
                          ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"]),
                          ("retriever", retriever_names())):
         typer.echo(f"{stage} (default {DEFAULTS[stage]}): " + ", ".join(names))
+    from ingestaudit.pipeline import DETECTION_DEFAULTS
+    from ingestaudit.stages.language import detector_names as language_detectors
+    from ingestaudit.stages.pii import detector_names as pii_detectors
+
+    for step, names in (("language", language_detectors()), ("pii", [*pii_detectors(), "precomputed", "redacted"])):
+        typer.echo(f"{step} (step, runs when its stage does; default {DETECTION_DEFAULTS[step]}): " + ", ".join(names))
 
 
 def main() -> None:

@@ -35,6 +35,15 @@ DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "
                             "index": "hnsw", "retriever": "dense"}
 """The implementation a stage takes when a pipeline leaves it out."""
 
+DETECTION_STEPS = ("language", "pii")
+"""Optional per-document steps a pipeline may name (``language = { use = "lingua", ... }``,
+``pii = { use = "presidio", ... }``); they run when their
+stage is audited, with the options of `ingestaudit.steps` (auditor options as defaults, the pipeline's table over
+them). A pipeline that does not name one runs it with the defaults."""
+
+DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua", "pii": "presidio"}
+"""The implementation a detection step takes when neither the pipeline nor ``[auditor_options]`` names one."""
+
 PRECOMPUTED = "precomputed"
 
 ROUTED = "routed"
@@ -79,12 +88,19 @@ class Pipeline:
         precomputed_root: for a precomputed pipeline, the ``--outputs`` folder (its outputs are under
             ``precomputed_root / source``); None for configured pipelines.
         source: the outputs' subfolder name (a swept variant keeps its base pipeline's folder).
+        steps: the detection steps (`DETECTION_STEPS`) the pipeline's table or a ``--sweep`` names, sorted; a
+            step's ``use`` is ``""`` when only swept (its implementation is then the default one).
     """
 
     name: str
     stages: tuple[tuple[str, StageChoice], ...]
     precomputed_root: Path | None = None
     source: str = ""
+    steps: tuple[tuple[str, StageChoice], ...] = ()
+
+    def step(self, name: str) -> StageChoice | None:
+        """The `StageChoice` of detection step ``name`` when the pipeline names it, else None."""
+        return dict(self.steps).get(name)
 
     def stage(self, name: str) -> StageChoice:
         """The `StageChoice` of stage ``name`` (one of `STAGES`)."""
@@ -116,9 +132,10 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
     """
     table = dict(table or {})
     where = where or f"[pipelines.{name}]"
-    unknown = sorted(set(table) - set(STAGES))
+    unknown = sorted(set(table) - set(STAGES) - set(DETECTION_STEPS))
     if unknown:
-        raise PipelineError(f"{where}: unknown stage {', '.join(map(repr, unknown))}; stages are {', '.join(STAGES)}")
+        raise PipelineError(f"{where}: unknown stage {', '.join(map(repr, unknown))}; stages are "
+                            f"{', '.join(STAGES + DETECTION_STEPS)}")
     defaults = dict(DEFAULTS)
     if precomputed_root is not None:
         defaults.update(parser=PRECOMPUTED, cleaner=PRECOMPUTED, chunker=PRECOMPUTED)
@@ -136,7 +153,18 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
             raise PipelineError(f"{where}.{stage}: give an implementation name or a table with 'use' "
                                 f"(e.g. {stage} = {{ use = \"{DEFAULTS[stage]}\" }})")
         stages.append((stage, choice))
-    return Pipeline(name, tuple(stages), precomputed_root, name if precomputed_root is not None else "")
+    steps = []
+    for step in sorted(set(table) & set(DETECTION_STEPS)):
+        raw = table[step]
+        if isinstance(raw, str) and raw:
+            steps.append((step, StageChoice(raw)))
+        elif isinstance(raw, dict) and isinstance(raw.get("use"), str) and raw["use"]:
+            steps.append((step, StageChoice(raw["use"], tuple(sorted((k, v) for k, v in raw.items() if k != "use")))))
+        else:
+            raise PipelineError(f"{where}.{step}: give an implementation name or a table with 'use' "
+                                f"(e.g. {step} = {{ use = \"{DETECTION_DEFAULTS[step]}\" }})")
+    return Pipeline(name, tuple(stages), precomputed_root, name if precomputed_root is not None else "",
+                    tuple(steps))
 
 
 def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
@@ -201,8 +229,9 @@ class Sweep:
         stage, dot, option = key.strip().partition(".")
         if not eq or not dot or not option or not vals.strip():
             raise PipelineError(f"--sweep {text!r}: expected STAGE.OPTION=V1,V2,... (e.g. chunker.size=256,512)")
-        if stage not in STAGES:
-            raise PipelineError(f"--sweep {text!r}: unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        if stage not in STAGES + DETECTION_STEPS:
+            raise PipelineError(f"--sweep {text!r}: unknown stage {stage!r}; stages are "
+                                f"{', '.join(STAGES + DETECTION_STEPS)}")
         values = []
         for v in vals.split(","):
             v = v.strip()
@@ -249,11 +278,15 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = N
                 raise PipelineError(f"--sweep parser.{s.option}: pipeline {p.name!r} routes its parser by file "
                                     "extension; set each parser's options in [parser_options.<parser>]")
         for combo in product(*(s.values for s in sweeps)):
-            stages = dict(p.stages)
+            stages, steps = dict(p.stages), dict(p.steps)
             for s, v in zip(sweeps, combo):
-                stages[s.stage] = stages[s.stage].with_option(s.option, v)
+                if s.stage in DETECTION_STEPS:  # a step the pipeline does not name keeps its default implementation
+                    steps[s.stage] = steps.get(s.stage, StageChoice("")).with_option(s.option, v)
+                else:
+                    stages[s.stage] = stages[s.stage].with_option(s.option, v)
             label = ",".join(f"{s.option}={_show(v)}" for s, v in zip(sweeps, combo))
-            out.append(replace(p, name=f"{p.name}/{label}", stages=tuple(stages.items())))
+            out.append(replace(p, name=f"{p.name}/{label}", stages=tuple(stages.items()),
+                               steps=tuple(sorted(steps.items()))))
     return out
 
 

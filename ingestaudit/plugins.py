@@ -152,3 +152,11 @@ def instantiate(cls: Callable[..., Any], options: Mapping[str, Any] | None, what
 
             valid = f"; valid options: {', '.join(option_names(cls)) or 'none'} (see {PAGES['config']})"
         raise PluginOptionError(f"{what}: bad option{where} ({exc}){valid}") from exc
+
+
+def package_version(name: str) -> str | None:
+    """Installed version of distribution ``name``, or None (never imports the package)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -334,7 +334,7 @@ def _doc_of_vector_files() -> str:
 def config_page() -> str:
     from ingestaudit.auditors.registry import auditor_class, stage_names
     from ingestaudit.config import CONFIG_NAME, Config
-    from ingestaudit.pipeline import STAGES
+    from ingestaudit.pipeline import DETECTION_STEPS, STAGES
 
     out = _header("Configuration", (
         f"`{CONFIG_NAME}` at the corpus root, or a file given with `--config FILE` (command-line flags override "
@@ -356,7 +356,13 @@ def config_page() -> str:
             "parser that does not read that file type) is an `error` of that pipeline. The `parser` column of "
             "`measurements.parquet` names the parser each document went to; `ingestaudit stages` lists the "
             "extensions each parser reads. An unknown parser, an empty table, a value that is not a name or an "
-            "extension given twice is an error (exit 2) before any document is read.", ""]
+            "extension given twice is an error (exit 2) before any document is read.", "",
+            "Detection steps: " + ", ".join(f"`{s}`" for s in DETECTION_STEPS) + " (`language = { use = \"lingua\", "
+            "min_relative_distance = 0.25 }`, `pii = { use = \"presidio\", score_threshold = 0.5 }`) run when their stage is audited. Their options: the step's defaults, "
+            "then the options of `[auditor_options.<stage>]` that configure the detector (marked *step default* "
+            "below: they apply to every pipeline), then the pipeline's own table and `--sweep <step>.<option>=...`, "
+            "option by option (`use` replaces the auditor's `detector` or `scrubber`). The metric's options stay auditor options. "
+            "`report.json`'s `pipelines[].stages` lists each step's implementation, version and settings.", ""]
     out += ["## [parser_options.&lt;parser&gt;]", "",
             "Keyword options of a parser, by parser name. The built-in parsers (`ingestaudit parsers` lists every "
             "installed one):", ""]
