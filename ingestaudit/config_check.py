@@ -103,6 +103,40 @@ def _gate_problems(cfg: Config, source: str) -> list[str]:
     return problems
 
 
+def unrouted_documents(pipelines: Sequence[Pipeline], parser_options: dict[str, dict[str, Any]],
+                       documents: Sequence[Any]) -> list[str]:
+    """One line per routed pipeline and file extension of ``documents`` (`ingestaudit.corpus.Document`) that the
+    pipeline cannot read: no route and no default, or a route to a parser that does not read that type; each such
+    document is that pipeline's ``error`` in a run (`ingestaudit.parsers.routing.ParserSpec.unrouted`), so
+    ``validate`` says so first. A parser that does not load is `parser_problems`' to report."""
+    from ingestaudit.parsers.routing import parser_spec
+
+    lines = []
+    for p in pipelines:
+        if p.precomputed_root is not None or not p.stage("parser").routes:
+            continue
+        spec = parser_spec(p, parser_options)
+        built: dict[str, Any] = {}
+        missed: dict[str, list[str]] = {}
+        for doc in documents:
+            route = spec.route(doc)
+            if route is not None and route.name not in built:
+                try:
+                    built[route.name] = route.build()
+                except Exception:  # named by parser_problems
+                    built[route.name] = None
+            parser = built.get(route.name) if route is not None else None
+            if route is None or (parser is not None and not parser.supports(doc)):
+                why = (f"routed to {route.name!r}, which does not read it" if route is not None
+                       else "no route and no default route")
+                missed.setdefault(f"{doc.suffix.lstrip('.') or '(none)'}: {why}", []).append(doc.doc_id)
+        for what, ids in sorted(missed.items()):
+            more = f" and {len(ids) - 1} more" if len(ids) > 1 else ""
+            lines.append(f"pipeline {p.name!r} cannot read {len(ids)} document(s) of extension {what} "
+                         f"({ids[0]}{more}); they will be errors of that pipeline (routes: {spec.describe_routes()})")
+    return lines
+
+
 def implementation_problems(pipelines: Sequence[Pipeline]) -> list[str]:
     """One message per distinct stage choice (implementation and options) that cannot be built, naming the
     pipelines that use it, the step and the error (for an unknown name, the valid names); parsers are `parser_problems`'."""

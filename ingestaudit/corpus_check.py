@@ -48,7 +48,7 @@ def check_corpus(corpus: Path) -> CorpusCheck:
             check.problems.append(str(exc))
         else:
             limits = cfg.limits
-            from ingestaudit.config_check import config_problems, default_pipelines
+            from ingestaudit.config_check import config_problems, default_pipelines, unrouted_documents
             from ingestaudit.pipeline import PipelineError
 
             try:  # the pipelines of `run CORPUS`, checked as `run` checks them
@@ -57,6 +57,7 @@ def check_corpus(corpus: Path) -> CorpusCheck:
                 check.problems.append(f"{CONFIG_NAME}: {exc}")
                 pipes = []
             check.problems += config_problems(cfg, CONFIG_NAME, pipes)
+            check.warnings += unrouted_documents(pipes, cfg.parser_options, found.documents)
     check.problems += [str(p) for p in found.over_limits(limits).values()]  # over limits.doc_bytes (stat only)
     truths = _check_truths(check, limits)
     if found.questions is not None:

@@ -109,6 +109,22 @@ def unread_run(tmp_path_factory):
     return out
 
 
+def test_validate_warns_of_the_documents_a_routed_pipeline_cannot_read(tmp_path):
+    """New-user trial: ``validate`` passed a routing table whose run then had error rows; it now names each
+    extension a routed pipeline cannot read (no route, or a parser that does not read it), with a document and the
+    count, as a warning (the run goes on with those documents' errors)."""
+    root = _corpus(tmp_path / "c", UNREAD, UNREAD_TOML)
+    r = CliRunner().invoke(app, ["validate", str(root)])
+    assert r.exit_code == 0, r.output
+    routes = "routes: pdf -> pymupdf, png -> pymupdf, txt -> reference"
+    warned = [line for line in r.output.splitlines() if line.startswith("warning: pipeline 'routed'")]
+    assert warned == [
+        f"warning: pipeline 'routed' cannot read 1 document(s) of extension csv: no route and no default route "
+        f"(mixed/table); they will be errors of that pipeline ({routes})",
+        f"warning: pipeline 'routed' cannot read 1 document(s) of extension png: routed to 'pymupdf', which does "
+        f"not read it (mixed/scan); they will be errors of that pipeline ({routes})"]
+
+
 def _cer_rows(out):
     return {(r.item, r.pipeline): r for r in iter_store_rows(out / "measurements.parquet")
             if r.metric == "extraction.cer"}
