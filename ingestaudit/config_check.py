@@ -164,8 +164,14 @@ def _retriever(choice: StageChoice) -> Any:
     return None if choice.use == DENSE else load_retriever(choice.use, choice.kwargs())
 
 
+def _dedup(choice: StageChoice) -> Any:
+    from ingestaudit.corpus_steps import build_step
+
+    return build_step("dedup", choice, {})
+
+
 _BUILDERS: dict[str, Callable[[StageChoice], Any]] = {"cleaner": _cleaner, "chunker": _chunker,
-                                                      "embedder": _embedder, "index": _index,
+                                                      "embedder": _embedder, "dedup": _dedup, "index": _index,
                                                       "retriever": _retriever}
 """How each pipeline step after the parser is built for the check: the way `ingestaudit.runner` and the auditors
 build it."""

@@ -1,7 +1,7 @@
 """Pipelines: the named chains of stage implementations a report compares (DESIGN.md, "Pipelines and the stage
 chain").
 
-A pipeline is ``parser -> cleaner -> chunker -> embedder -> index -> retriever``; each stage is an implementation name with its
+A pipeline is ``parser -> cleaner -> chunker -> embedder -> [dedup] -> index -> retriever``; each stage is an implementation name with its
 options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from ``--parser NAME``
 (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
 precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
@@ -26,12 +26,13 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-STAGES = ("parser", "cleaner", "chunker", "embedder", "index", "retriever")
+STAGES = ("parser", "cleaner", "chunker", "embedder", "dedup", "index", "retriever")
 """The configurable stages of a pipeline, in the order data flows through them."""
 
 DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "recursive", "embedder": "minilm",
-                            "index": "hnsw", "retriever": "dense"}
-"""The implementation a stage takes when a pipeline leaves it out."""
+                            "dedup": "default", "index": "hnsw", "retriever": "dense"}
+"""The implementation a stage takes when a pipeline leaves it out (``dedup``'s ``default``: the detector of
+``[auditor_options.dedup]``, `ingestaudit.dedup_settings.DEFAULT_USE`)."""
 
 PRECOMPUTED = "precomputed"
 

@@ -355,7 +355,16 @@ def config_page() -> str:
             "parser that does not read that file type) is an `error` of that pipeline. The `parser` column of "
             "`measurements.parquet` names the parser each document went to; `ingestaudit stages` lists the "
             "extensions each parser reads. An unknown parser, an empty table, a value that is not a name or an "
-            "extension given twice is an error (exit 2) before any document is read.", ""]
+            "extension given twice is an error (exit 2) before any document is read.", "",
+            "`dedup` is the near-duplicate detection step the `dedup` stage audits: `dedup = { use = \"minhash\", "
+            "threshold = 0.8, num_perm = 128 }` (`use`: `minhash`, a registered detector or `module:Class`; the "
+            "options: every key of `[auditor_options.dedup]` below but the auditor's own `missed_merge_budget`, "
+            "`jaccard_edges`, `max_exact_pairs` and `s_curve_sample_pairs`). Left out, it is `default`: "
+            "the step keys given in `[auditor_options.dedup]` are every pipeline's defaults, and a pipeline's "
+            "`dedup` table overrides them key by key (its `use` other than `default` is the `detector`), so a "
+            "configuration written before the step existed audits the same detector. Two pipelines with two "
+            "thresholds are two report columns of one run; so is `--sweep dedup.threshold=0.7,0.9`. The report "
+            "names each pipeline's step and settings in `pipelines[].stages.dedup`.", ""]
     out += ["## [parser_options.&lt;parser&gt;]", "",
             "Keyword options of a parser, by parser name. The built-in parsers (`ingestaudit parsers` lists every "
             "installed one):", ""]

@@ -17,7 +17,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ingestaudit"
 AUDITORS_STILL_LOADING_STEPS = {
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.base"),
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.registry"),
-    ("ingestaudit.auditors.dedup", "ingestaudit.stages.dedup"),
     ("ingestaudit.auditors.language", "ingestaudit.stages.language"),
     ("ingestaudit.auditors.pii", "ingestaudit.stages.pii"),
 }
