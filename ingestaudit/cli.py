@@ -755,6 +755,7 @@ def stages() -> None:
     from ingestaudit.pipeline import DEFAULTS
     from ingestaudit.stages.chunkers.registry import chunker_names
     from ingestaudit.stages.cleaners.registry import cleaner_names
+    from ingestaudit.stages.dedup_step import detector_names
     from ingestaudit.stages.embedders.registry import embedder_names
     from ingestaudit.stages.retrievers import retriever_names
 
@@ -764,7 +765,8 @@ def stages() -> None:
     typer.echo(f"parser (default {DEFAULTS['parser']}; routes: the extensions each reads): "
                + "; ".join(f"{n} ({parser_extensions(n)})" for n in parser_names()))
     for stage, names in (("cleaner", cleaner_names()), ("chunker", chunker_names()),
-                         ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"]),
+                         ("embedder", embedder_names()), ("dedup", ["default", *detector_names()]),
+                         ("index", ["hnsw", "ivf", "flat"]),
                          ("retriever", retriever_names())):
         typer.echo(f"{stage} (default {DEFAULTS[stage]}): " + ", ".join(names))
 

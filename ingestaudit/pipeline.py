@@ -107,7 +107,8 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
     ``{use = "...", option = value, ...}``; stages left out take `DEFAULTS` (precomputed pipelines take the
     ``precomputed`` parser, cleaner and chunker, which read what the outputs hold).
 
-    A ``parser`` table without ``use`` is a routing table (`parser_routes`).
+    A ``parser`` table without ``use`` is a routing table (`parser_routes`); a ``dedup`` table without ``use``
+    gives options to the default detector (``use = "default"``).
 
     Raises:
         PipelineError: an unknown stage key, a stage that is neither a string nor a table with ``use``, or a bad
@@ -128,6 +129,8 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
             choice = StageChoice(raw)
         elif stage == "parser" and isinstance(raw, dict) and "use" not in raw:
             choice = StageChoice(ROUTED, routes=parser_routes(raw, where))
+        elif stage == "dedup" and isinstance(raw, dict) and "use" not in raw:  # options over the default detector
+            choice = StageChoice(DEFAULTS["dedup"], tuple(sorted(raw.items())))
         elif isinstance(raw, dict) and isinstance(raw.get("use"), str) and raw["use"]:
             opts = {k: v for k, v in raw.items() if k != "use"}
             choice = StageChoice(raw["use"], tuple(sorted(opts.items())))

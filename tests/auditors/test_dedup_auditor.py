@@ -540,3 +540,126 @@ def test_pairwise_jaccard_equals_set_arithmetic(sets):
     assert got is not None and list(got) == pytest.approx(want, abs=1e-15)
     if len(sets) >= 3:
         assert pairwise_jaccard(sets, 2) is None  # over the pair budget: not computed
+
+
+# --- dedup as a pipeline step ------------------------------------------------------------------------------------------
+
+TWO_THRESHOLDS_TOML = """
+[auditor_options.dedup]
+k = 5
+
+[pipelines.loose]
+parser = "reference"
+dedup = { use = "minhash", threshold = 0.5 }
+
+[pipelines.strict]
+parser = "reference"
+dedup = { threshold = 0.95 }
+"""
+
+
+def _expected_rates(threshold: float) -> tuple[float | None, float | None]:
+    """False- and missed-merge rates of the hand corpus at ``threshold``, from an independent run of the detector."""
+    res = deduplicate(list(HAND_TEXTS.items()), DedupConfig(threshold=threshold))
+    c = cluster_agreement(HAND_GOLD, dict(res.cluster_of))
+    return false_merge_rate(c).value, missed_merge_rate(c).value
+
+
+def test_two_pipelines_with_two_dedup_thresholds_are_two_columns_of_one_run(tmp_path):
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, TWO_THRESHOLDS_TOML)
+    report = run_cli([str(root), "--stage", "dedup", "--out", str(tmp_path / "out")])
+    loose, strict = _expected_rates(0.5), _expected_rates(0.95)
+    assert loose != strict  # the corpus tells the two thresholds apart
+    for name, (fm, mm), t in (("loose", loose, 0.5), ("strict", strict, 0.95)):
+        rows = corpus_rows(report, name)
+        assert (rows["dedup.false_merge_rate", ""]["micro"], rows["dedup.missed_merge_rate", ""]["micro"]) == (fm, mm)
+        step = {p["name"]: p["stages"]["dedup"] for p in report["pipelines"]}[name]
+        assert (step["implementation"], step["settings"]["threshold"], step["settings"]["k"]) == ("minhash", t, 5)
+        assert details(report, name)["lsh"]["threshold"] == t
+
+
+def test_sweep_over_the_dedup_step_threshold(tmp_path):
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD)
+    report = run_cli([str(root), "--parser", "reference", "--stage", "dedup", "--sweep", "dedup.threshold=0.5,0.95",
+                      "--out", str(tmp_path / "out")])
+    for t in (0.5, 0.95):
+        rows = corpus_rows(report, f"reference/threshold={t:g}")
+        fm, mm = _expected_rates(t)
+        assert (rows["dedup.false_merge_rate", ""]["micro"], rows["dedup.missed_merge_rate", ""]["micro"]) == (fm, mm)
+
+
+def test_an_unknown_dedup_detector_of_a_pipeline_is_exit_2_before_any_document(tmp_path):
+    toml = '[pipelines.p]\nparser = "reference"\ndedup = { use = "no-such-detector" }\n'
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, toml)
+    result = CliRunner().invoke(app, ["run", str(root), "--stage", "dedup", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "pipeline 'p', dedup: unknown dedup detector 'no-such-detector'" in result.output
+
+
+def test_step_options_rule():
+    """``[auditor_options.dedup]`` step keys are the defaults; the pipeline's table overrides them key by key; its
+    ``use`` (unless ``default``) is the detector; the auditor's own keys never reach the step."""
+    from ingestaudit.dedup_settings import step_options
+
+    defaults = {"threshold": 0.7, "k": 3, "detector": "mine", "missed_merge_budget": 0.2}
+    assert step_options(defaults, "default", {}) == {"threshold": 0.7, "k": 3, "detector": "mine"}
+    assert step_options(defaults, "minhash", {"threshold": 0.9}) == {"threshold": 0.9, "k": 3, "detector": "minhash"}
+
+
+AUDIT_ON_HAND_MADE_OUTPUT = r'''
+import json, sys
+from types import SimpleNamespace
+sys.modules["datasketch"] = None  # importing it raises: the auditor must not need it
+import numpy as np
+from ingestaudit.auditors.base import ArtefactItem
+from ingestaudit.auditors.dedup import DedupArtefact, DedupAuditor
+from ingestaudit.dedup_settings import DedupConfig
+
+gold = {"c/a": "g1", "c/b": "g1", "c/c": "g1", "c/d": "g2", "c/e": None}
+clusters = {"c/a": 1, "c/b": 1, "c/d": 1, "c/c": 2, "c/e": None}
+sets = {"c/a": range(1, 11), "c/b": range(1, 11), "c/c": range(20, 30), "c/d": [*range(1, 6), *range(11, 16)],
+        "c/e": [40]}
+sets = {k: np.array(sorted(v), dtype=np.uint64) for k, v in sets.items()}
+
+def jaccard(a, b):
+    inter = len(np.intersect1d(sets[a], sets[b]))
+    return inter / (len(sets[a]) + len(sets[b]) - inter)
+
+output = SimpleNamespace(kind="precomputed", detector="minhash", config=DedupConfig(threshold=0.8),
+                         cluster_of=clusters, excluded={"c/e": {"reason": "too_short"}}, details={}, result=None,
+                         sweep=None, grid=None, grid_error="", error="", jaccard=jaccard)
+items = [ArtefactItem(k, "c", DedupArtefact(g)) for k, g in gold.items()]
+res = DedupAuditor().audit_step(items, output)
+corpus = {s.metric: s.value for c, s, n in res.corpus_scores if c == "__all__"}
+docs = {k: s.value for k, s in res.doc_scores}
+loaded = sorted(m for m, mod in sys.modules.items()
+                if mod is not None and m.startswith(("ingestaudit.stages", "datasketch", "ingestaudit.parsers")))
+print(json.dumps({"corpus": corpus, "docs": docs, "loaded": loaded}))
+'''
+
+
+def test_auditor_on_hand_made_step_output_without_datasketch():
+    """Five documents, gold {a, b, c} and {d} (e: none), predicted {a, b, d} and {c}, e excluded: G = 3 gold pairs,
+    P = 3 predicted pairs, T = 1 ((a, b)) out of C(5, 2) = 10 pairs; values worked by hand."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", AUDIT_ON_HAND_MADE_OUTPUT], capture_output=True, text=True,
+                         env={**os.environ}, check=True)
+    got = json.loads(out.stdout)
+    assert got["loaded"] == []  # no stage, parser or datasketch module was imported
+    c = got["corpus"]
+    assert c["dedup.pairwise_precision"] == pytest.approx(1 / 3) and c["dedup.pairwise_recall"] == pytest.approx(1 / 3)
+    assert c["dedup.pairwise_f1"] == pytest.approx(2 * 1 / (3 + 3))
+    assert c["dedup.false_merge_rate"] == pytest.approx(2 / 3) and c["dedup.missed_merge_rate"] == pytest.approx(2 / 3)
+    # ARI: E = G*P/10 = 0.9, M = (G+P)/2 = 3 -> (1 - 0.9) / (3 - 0.9)
+    assert c["dedup.ari"] == pytest.approx(0.1 / 2.1)
+    # B-cubed precision: a, b 2/3 each, d 1/3, c 1, e 1 -> (11/3)/5; recall: a, b 2/3, c 1/3, d 1, e 1
+    assert c["dedup.bcubed_precision"] == pytest.approx(11 / 15) and c["dedup.bcubed_recall"] == pytest.approx(11 / 15)
+    assert c["dedup.largest_cluster"] == 3.0
+    # a kept; b and d removed; d's gold group differs from a's: wrongly removed
+    assert c["dedup.removed_docs"] == pytest.approx(2 / 5) and c["dedup.wrongly_removed_docs"] == pytest.approx(1 / 5)
+    # within-cluster pairs (a,b) J=1, (a,d) and (b,d) J=5/15 < 0.8: chained 2 of 3
+    assert c["dedup.chained_pairs"] == pytest.approx(2 / 3)
+    assert got["docs"] == {"c/a": 0.0, "c/b": 0.0, "c/c": 0.0, "c/d": 0.0, "c/e": 1.0}
