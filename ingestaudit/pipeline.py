@@ -1,11 +1,12 @@
 """Pipelines: the named chains of stage implementations a report compares (DESIGN.md, "Pipelines and the stage
 chain").
 
-A pipeline is ``parser -> cleaner -> chunker -> embedder -> [dedup] -> index -> retriever``; each stage is an implementation name with its
-options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from ``--parser NAME``
-(a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
-precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
-named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted before
+A pipeline is ``parser -> cleaner -> chunker -> embedder -> [dedup] -> index -> retriever``; each stage is an
+implementation name with its options (`StageChoice`); ``dedup`` is the near-duplicate step the ``dedup`` stage
+audits (`ingestaudit.stages.dedup_step`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from
+``--parser NAME`` (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR``
+(one precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant
+per value, named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted before
 any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
 
 Parser routing: a pipeline's ``parser`` may be a table keyed by file extension instead of one name,

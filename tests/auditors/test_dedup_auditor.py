@@ -542,7 +542,7 @@ def test_pairwise_jaccard_equals_set_arithmetic(sets):
         assert pairwise_jaccard(sets, 2) is None  # over the pair budget: not computed
 
 
-# --- dedup as a pipeline step ------------------------------------------------------------------------------------------
+# --- dedup as a pipeline step -----------------------------------------------------------------------------------------
 
 TWO_THRESHOLDS_TOML = """
 [auditor_options.dedup]
@@ -663,3 +663,18 @@ def test_auditor_on_hand_made_step_output_without_datasketch():
     # within-cluster pairs (a,b) J=1, (a,d) and (b,d) J=5/15 < 0.8: chained 2 of 3
     assert c["dedup.chained_pairs"] == pytest.approx(2 / 3)
     assert got["docs"] == {"c/a": 0.0, "c/b": 0.0, "c/c": 0.0, "c/d": 0.0, "c/e": 1.0}
+
+
+def test_a_corpus_toml_may_not_name_a_dedup_detector_by_module_path(tmp_path):
+    """A pipeline's dedup step loads code by ``module:Class`` like any plug-in: a corpus's own configuration
+    (untrusted) may not name one, as ``use`` or as its ``detector`` option."""
+    from ingestaudit.config import ConfigError, load_config
+
+    path = tmp_path / "ingestaudit.toml"
+    path.write_text('[pipelines.p]\ndedup = { use = "a.b:Dedup" }\n[pipelines.q]\ndedup = { detector = "c.d:Dedup" }\n',
+                    encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert f"{path}: pipelines.p.dedup.use:" in msg and f"{path}: pipelines.q.dedup.detector:" in msg
+    assert load_config(path, trusted=True).pipelines["p"]["dedup"] == {"use": "a.b:Dedup"}
