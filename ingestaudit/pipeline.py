@@ -6,8 +6,8 @@ implementation name with its options (`StageChoice`); ``dedup`` is the near-dupl
 audits (`ingestaudit.stages.dedup_step`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from
 ``--parser NAME`` (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR``
 (one precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant
-per value, named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted before
-any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
+per value, named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted
+before any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
 
 Parser routing: a pipeline's ``parser`` may be a table keyed by file extension instead of one name,
 ``parser = { pdf = "pymupdf", html = "unstructured", default = "unstructured" }`` (`parser_routes`): each document is
