@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ingestaudit.errors import ChunkingError
 from ingestaudit.measurement import State
 from ingestaudit.metrics.chunking import DEFAULT_MIN_SPAN_COVERAGE, evidence_coverage
 from ingestaudit.model import Chunk, ParsedDocument
@@ -160,7 +161,7 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
     return trace
 
 
-class ChunkOutputError(ValueError):
+class ChunkOutputError(ChunkingError, ValueError):
     """A chunker returned output no audit can be computed on (a non-chunk, empty text, offsets outside the text or
     reversed, chunks overlapping more than the chunker declares); the message names the first such chunk. The
     document gets ``error`` rows for this pipeline."""

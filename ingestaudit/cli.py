@@ -17,8 +17,26 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+from ingestaudit.errors import IngestAuditError
+
+
+class _Commands(TyperGroup):
+    """The command group. Its edge: an `ingestaudit.errors.IngestAuditError` out of any command (a bad corpus,
+    config, report, history, plug-in...) is exit 2 with its message (and a `UsageError`'s hint), never a
+    traceback. A command catches a family itself only where it adds a hint or context to the message, or where the
+    error is not fatal (a problem `validate` lists, a history that could not be recorded: exit 4)."""
+
+    def invoke(self, ctx):
+        """Run the command of ``ctx`` (click's `Group.invoke`), an `IngestAuditError` out of it turned into exit 2."""
+        try:
+            return super().invoke(ctx)
+        except IngestAuditError as exc:
+            _fail(str(exc), getattr(exc, "hint", ""))
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,
                   help="Audit the ingestion half of a RAG system against human labels.")
 
 
@@ -38,8 +56,12 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FAILURES, EXIT_NOT_RECORDED = 0, 1, 2, 3, 4
 
 
-class UsageError(Exception):
-    """A fatal problem with the command's input; printed with a hint and exit code 2."""
+class UsageError(IngestAuditError):
+    """A fatal problem with the command's input; printed with its ``hint`` (may be empty) and exit code 2."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
 
 
 def _stdout():
@@ -186,20 +208,16 @@ def run(
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ingestaudit.auditors.registry import UnknownStage
-    from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
-    from ingestaudit.corpus import CorpusError, discover
+    from ingestaudit.config import CONFIG_NAME, load_config
+    from ingestaudit.corpus import discover
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.pipeline import PipelineError, Sweep, resolve
     from ingestaudit.runner import run as run_audit
 
-    try:
-        found = discover(corpus)
-        own = corpus / CONFIG_NAME  # a FIFO or a device is read (and refused), never ignored (issue 30)
-        cfg_path = config if config is not None else (own if os.path.lexists(own) else None)
-        cfg = load_config(cfg_path, trusted=config is not None)  # a corpus's own toml is untrusted
-    except (CorpusError, ConfigError) as exc:
-        _fail(str(exc))
+    found = discover(corpus)
+    own = corpus / CONFIG_NAME  # a FIFO or a device is read (and refused), never ignored (issue 30)
+    cfg_path = config if config is not None else (own if os.path.lexists(own) else None)
+    cfg = load_config(cfg_path, trusted=config is not None)  # a corpus's own toml is untrusted
     if workers is not None:
         cfg.run.workers = workers
     if seed is not None:
@@ -234,15 +252,12 @@ def run(
     problems = config_problems(cfg, str(cfg_path or "config"), pipes)  # what `validate` checks, the same way
     if problems:
         _fail("\n".join(problems), "see 'ingestaudit stages', 'ingestaudit parsers' and docs/config.md")
-    from ingestaudit.io import OutputError, check_output_file, check_output_folder, folder_ids
+    from ingestaudit.io import check_output_file, check_output_folder, folder_ids
 
     corpus_ids = folder_ids(found.root)  # the corpus's folders by device and inode: a bind mount is no way in
-    try:
-        check_output_folder(out, corpus_root=found.root, root_ids=corpus_ids)
-        if history is not None:
-            check_output_file(history, corpus_root=found.root, root_ids=corpus_ids, flag="--history")
-    except OutputError as exc:
-        _fail(str(exc))
+    check_output_folder(out, corpus_root=found.root, root_ids=corpus_ids)
+    if history is not None:
+        check_output_file(history, corpus_root=found.root, root_ids=corpus_ids, flag="--history")
     # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
@@ -267,7 +282,7 @@ def run(
 
                 try:
                     report = run_audit(found, pipes, cfg, progress=progress, work_dir=work)
-                except (UnknownStage, ValueError) as exc:
+                except ValueError as exc:  # a bad stage selection or option found by the runner
                     _fail(str(exc))
                 except OSError as exc:  # the store or a spill file (a full disk): nothing was replaced
                     what = out / STORE_NAME if isinstance(exc, StoreWriteError) else work
@@ -280,77 +295,11 @@ def run(
 @app.command()
 def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check.")]) -> None:
     """Check the corpus layout and every truth file without running anything; exit 2 if any problem is found."""
-    from ingestaudit.config import CONFIG_NAME, ConfigError, load_config
-    from ingestaudit.corpus import CorpusError, discover
+    from ingestaudit.corpus_check import check_corpus
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.truth import Truth, TruthError, load_truth
 
-    try:
-        found = discover(corpus)
-    except CorpusError as exc:
-        _fail(str(exc))
-    problems = [str(p) for p in found.problems]
-    from ingestaudit.config import Limits
-
-    limits = Limits()  # the size limits (issue 15): the corpus's own [limits] may lower them
-    if os.path.lexists(corpus / CONFIG_NAME):  # a FIFO or a device is a problem, never ignored (issue 30)
-        try:
-            cfg = load_config(corpus / CONFIG_NAME, trusted=False)  # module paths are a problem (issue 15)
-        except ConfigError as exc:
-            problems.append(str(exc))
-        else:
-            limits = cfg.limits
-            from ingestaudit.config_check import config_problems, default_pipelines
-            from ingestaudit.pipeline import PipelineError
-
-            try:  # the pipelines of `run CORPUS`, checked as `run` checks them
-                pipes = default_pipelines(cfg)
-            except PipelineError as exc:
-                problems.append(f"{CONFIG_NAME}: {exc}")
-                pipes = []
-            problems += config_problems(cfg, CONFIG_NAME, pipes)
-    from ingestaudit.auditors.pii import validate_pii_gold
-    from ingestaudit.metrics.teds import parse_table
-
-    warnings: list[str] = []
-    problems += [str(p) for p in found.over_limits(limits).values()]  # documents over limits.doc_bytes (stat only)
-    truths: dict[str, Truth] = {}  # for the questions' evidence checks; a truth with problems counts as empty
-    keep = found.questions is not None  # without questions no truth is kept: memory stays flat in corpus size
-    for doc in found.documents:
-        if keep:
-            truths[doc.doc_id] = Truth()
-        try:
-            truth = load_truth(doc, found.root, limits)
-        except TruthError as exc:
-            problems += [str(p) for p in exc.problems]
-            continue
-        except Exception as exc:  # never a traceback: the document's labels are named
-            problems.append(f"truth/{doc.doc_id}: {type(exc).__name__}: {exc}")
-            continue
-        if keep:
-            truths[doc.doc_id] = truth
-        rel_truth = doc.truth_json.relative_to(found.root).as_posix() if doc.truth_json else doc.doc_id
-        for k, html in enumerate(truth.tables):  # a reference table the TEDS tree cannot be built from
-            parsed = parse_table(html)
-            if parsed.state is not None:
-                problems.append(f"{rel_truth}: tables[{k}]: {parsed.message}")
-        if truth.pii and truth.text is not None and doc.truth_json is not None:
-            rel = doc.truth_json.relative_to(found.root).as_posix()
-            for p in validate_pii_gold(truth.text, truth.pii):  # overlaps and Luhn failures warn, bad spans fail
-                (problems if p.severity == "error" else warnings).append(f"{rel}: pii[{p.index}]: {p.message}")
-    n_questions = 0
-    if found.questions is not None:
-        from ingestaudit.questions import load_questions, unknown_filter_fields
-
-        try:
-            qset = load_questions(found.questions, found.questions.name, truths, limits,
-                                  {d.doc_id: d for d in found.documents})
-            n_questions = len(qset.questions)
-            problems += [str(p) for p in qset.problems]
-            warnings += [f"{p}; a question is an error for every pipeline none of whose chunks carry it"
-                         for p in unknown_filter_fields(qset, truths, found.questions.name)]
-        except OSError as exc:
-            problems.append(f"{found.questions.name}: unreadable ({exc.strerror or exc})")
+    check = check_corpus(corpus)
+    found, problems, warnings, n_questions = check.found, check.problems, check.warnings, check.n_questions
     for w in warnings:
         _echo(f"warning: {terminal_text(w)}")
     for p in problems:
@@ -399,9 +348,9 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
     """Read and check, before any audit: the baseline (a report.json or ``history:DB``, which must share a pipeline
     with this run), the budgets of ``[gate]`` and ``--budget``, the history file and the output folder. Exits 2
     naming the flag or file on a bad one."""
-    from ingestaudit.report.compare import GateError, resolve_budgets
+    from ingestaudit.report.compare import resolve_budgets
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.report.provenance import OutFolderError, check_out_folder
+    from ingestaudit.report.provenance import check_out_folder
 
     base_report, base_label = None, ""
     if baseline is not None:
@@ -414,17 +363,15 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
                if same else "fails otherwise); add --history with the same file to start the history")),
             style="yellow", highlight=False, markup=False)
     elif baseline is not None:
-        base_names = [p.name for p in base_report.pipelines] or sorted({r.pipeline for r in base_report.summary})
+        from ingestaudit.report.baseline import pipeline_names
+
+        base_names = pipeline_names(base_report)
         if not set(base_names) & set(pipelines):
             _fail(f"--baseline {baseline}: no pipeline in common: the baseline has {', '.join(base_names) or 'none'};"
                   f" this run has {', '.join(pipelines)}", "name the run's pipelines as the baseline's, or compare "
                   "the two reports with 'ingestaudit compare BASE HEAD --map OLD=NEW'")
-    try:
-        budgets = resolve_budgets(config_gate, list(budget_flags or []),
-                                  config_source=f"{cfg_path or 'config'} [gate]",
-                                  report_metrics=sorted({r.metric for r in base_report.summary}) if base_report else ())
-    except GateError as exc:
-        _fail(str(exc))
+    budgets = resolve_budgets(config_gate, list(budget_flags or []), config_source=f"{cfg_path or 'config'} [gate]",
+                              report_metrics=sorted({r.metric for r in base_report.summary}) if base_report else ())
     if history is not None:
         from ingestaudit.report.history import HistoryError, check_history
 
@@ -432,34 +379,19 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
             check_history(history)
         except HistoryError as exc:
             _fail(str(exc), "--history needs an ingestaudit history file (or a new path)")
-    try:
-        warning = check_out_folder(out.resolve())
-    except OutFolderError as exc:
-        _fail(str(exc))
+    warning = check_out_folder(out.resolve())
     return base_report, base_label, budgets, warning
 
 
 def _read_baseline(spec: str, flag: str, first_night: bool = False):
-    """A report.json, or ``history:DB`` (the history's last accepted run): ``(report, label)``. With
-    ``first_night`` a history file that does not exist yet or holds no run gives ``(None, "")``."""
-    from ingestaudit.report.history import HISTORY_PREFIX, HistoryError, is_empty, load_report
-    from ingestaudit.report.schema import ReportError
+    """`ingestaudit.report.baseline.read_baseline`, a history's error prefixed with ``flag``."""
+    from ingestaudit.report.baseline import read_baseline
+    from ingestaudit.report.history import HistoryError
 
-    if spec.startswith(HISTORY_PREFIX):
-        path = Path(spec[len(HISTORY_PREFIX):])
-        try:
-            if first_night and is_empty(path):
-                return None, ""
-            rep, info = load_report(path)
-        except HistoryError as exc:
-            _fail(f"{flag}: {exc}")
-        return rep, f"{path} run {info.run_id}" + (f" ({info.label})" if info.label else "")
     try:
-        from ingestaudit.report.integrity import read_checked_report
-
-        return read_checked_report(Path(spec)), spec  # its store and summary checked too
-    except ReportError as exc:
-        _fail(str(exc))
+        return read_baseline(spec, first_night=first_night)
+    except HistoryError as exc:
+        _fail(f"{flag}: {exc}")
 
 
 def _finish_run(report, found, out: Path, out_warning: str, base_report, base_label: str, budgets: dict,
@@ -468,16 +400,13 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     measurements.parquet, timings.json, written together by `ingestaudit.io.write_report`), the history, the
     terminal view and the gate. Returns the exit code; a file that cannot be written is exit 2 with its path."""
     from ingestaudit.io import OutputError, write_report
-    from ingestaudit.report.compare import GateError, compare_reports, render_comparison
+    from ingestaudit.report.compare import compare_reports, render_comparison
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.report.provenance import OutFolderError, check_out_folder, item_hashes
+    from ingestaudit.report.provenance import check_out_folder, item_hashes
     from ingestaudit.report.render import render_terminal, terminal_width
 
     report.corpus.item_hashes = item_hashes(found)
-    try:
-        out_warning = check_out_folder(out.resolve(), report.corpus.fingerprint) or out_warning
-    except OutFolderError as exc:  # the folder changed during the audit
-        _fail(str(exc))
+    out_warning = check_out_folder(out.resolve(), report.corpus.fingerprint) or out_warning  # changed meanwhile?
     if out_warning:
         console.print("warning: " + terminal_text(out_warning), style="yellow", highlight=False, markup=False)
     history_error, recorded = "", False
@@ -512,11 +441,8 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     code = EXIT_OK
     comparison = None
     if base_report is not None:
-        try:
-            comparison = compare_reports(base_report, report, budgets=budgets, base_label=base_label,
-                                         head_label="this run")
-        except GateError as exc:
-            _fail(str(exc))
+        comparison = compare_reports(base_report, report, budgets=budgets, base_label=base_label,
+                                     head_label="this run")
     if comparison is not None:
         _print_view(render_comparison(comparison, width=terminal_width(), verbose=verbose))
         if comparison.failed:
@@ -541,49 +467,31 @@ def report(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every row, not only the headline.")] = False,
 ) -> None:
     """Re-render a report.json: its headline in the terminal, and optionally the HTML and Markdown views."""
-    import json as _json
-
-    from ingestaudit.io import OutputError, check_output_file, describe, folder_ids, write_atomic
+    from ingestaudit.io import check_output_file, describe, folder_ids, write_atomic
     from ingestaudit.report.escape import terminal_text
+    from ingestaudit.report.integrity import read_checked_report
     from ingestaudit.report.render import render_html, render_markdown, render_terminal
-    from ingestaudit.report.schema import ReportError
+    from ingestaudit.report.timings import attach_timings, timings_path
 
-    try:
-        from ingestaudit.report.integrity import read_checked_report
-
-        rep = read_checked_report(report_json)  # its store and summary checked too
-    except ReportError as exc:
-        _fail(str(exc))
-    timings = report_json.parent / "timings.json"
-    if os.path.lexists(timings):  # read as any user file (issue 30): a FIFO or a device is named, never waited on
-        from ingestaudit.inputs import InputFileError, read_input_text
-        from ingestaudit.report.schema import REPORT_BYTES
-
-        try:
-            rep.timings = _json.loads(read_input_text(timings, max_bytes=REPORT_BYTES, limit="REPORT_BYTES"))
-        except (InputFileError, ValueError, RecursionError) as exc:
-            _stderr().print(terminal_text(f"warning: {timings}: not read ({exc}); the timings are not shown"),
-                            style="yellow", highlight=False, markup=False, soft_wrap=True)
+    rep = read_checked_report(report_json)  # its store and summary checked too
+    warning = attach_timings(rep, report_json)
+    if warning:
+        _stderr().print(terminal_text(f"warning: {warning}"), style="yellow", highlight=False, markup=False,
+                        soft_wrap=True)
     trend = None
     if history is not None:
-        from ingestaudit.report.history import HistoryError, trends
+        from ingestaudit.report.history import trends
         from ingestaudit.report.tables import choose_keys
 
-        try:
-            trend = trends(history, metrics=list(choose_keys((r.metric, r.label) for r in rep.summary).values()))
-        except HistoryError as exc:
-            _fail(str(exc))
+        trend = trends(history, metrics=list(choose_keys((r.metric, r.label) for r in rep.summary).values()))
     targets = [(flag, path) for flag, path in (("--html", html), ("--md", md)) if path is not None]
     if len(targets) == 2 and Path(os.path.abspath(html)) == Path(os.path.abspath(md)):
         _fail(f"--html and --md name the same file {html}")
     corpus_root = Path(rep.corpus.path) if rep.corpus.path else None  # the report knows its corpus
-    try:
-        ids = folder_ids(corpus_root) if corpus_root is not None else None
-        for flag, path in targets:
-            check_output_file(path, corpus_root=corpus_root, root_ids=ids, flag=flag,
-                              never=[report_json, timings, *([history] if history is not None else [])])
-    except OutputError as exc:
-        _fail(str(exc))
+    ids = folder_ids(corpus_root) if corpus_root is not None else None
+    never = [report_json, timings_path(report_json), *([history] if history is not None else [])]
+    for flag, path in targets:
+        check_output_file(path, corpus_root=corpus_root, root_ids=ids, flag=flag, never=never)
     render_terminal(rep, _stdout(), verbose=verbose)
     views = [(flag, path, render_html(rep, history=trend) if flag == "--html" else render_markdown(rep))
              for flag, path in targets]
@@ -616,33 +524,22 @@ def compare(
     or when no pipeline is in common."""
     import json as _json
 
-    from ingestaudit.report.compare import GateError, compare_reports, render_comparison, resolve_budgets
+    from ingestaudit.report.compare import compare_reports, render_comparison, resolve_budgets
+    from ingestaudit.report.integrity import read_checked_report
     from ingestaudit.report.render import terminal_width
-    from ingestaudit.report.schema import ReportError
 
     base_report, base_label = _read_baseline(base, "BASE")
-    try:
-        from ingestaudit.report.integrity import read_checked_report
-
-        head_report = read_checked_report(head)  # its store and summary checked too
-    except ReportError as exc:
-        _fail(str(exc))
+    head_report = read_checked_report(head)  # its store and summary checked too
     gate = head_report.config.get("gate") if isinstance(head_report.config.get("gate"), dict) else {}
     source = f"{head} config [gate]"
     if config is not None:
-        from ingestaudit.config import ConfigError, load_config
+        from ingestaudit.config import load_config
 
-        try:
-            gate, source = load_config(config, trusted=True).gate, f"{config} [gate]"
-        except ConfigError as exc:
-            _fail(str(exc))
+        gate, source = load_config(config, trusted=True).gate, f"{config} [gate]"
     metrics = sorted({r.metric for r in base_report.summary} | {r.metric for r in head_report.summary})
-    try:
-        budgets = resolve_budgets(gate, list(budget or []), config_source=source, report_metrics=metrics)
-        comparison = compare_reports(base_report, head_report, budgets=budgets, maps=list(map_ or []),
-                                     base_label=base_label, head_label=str(head))
-    except GateError as exc:
-        _fail(str(exc))
+    budgets = resolve_budgets(gate, list(budget or []), config_source=source, report_metrics=metrics)
+    comparison = compare_reports(base_report, head_report, budgets=budgets, maps=list(map_ or []),
+                                 base_label=base_label, head_label=str(head))
     if json_:
         text = _json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False, allow_nan=False)
         typer.echo(_json_c1_escaped(text))  # JSON escapes C0 itself; C1 and DEL too, for a terminal reading it
@@ -667,33 +564,30 @@ def history_(
 ) -> None:
     """Print trend tables from a history file, or accept a run as the gate's baseline."""
     from ingestaudit.report.escape import terminal_text
-    from ingestaudit.report.history import (HistoryError, accept as accept_run, item_trends, list_runs,
-                                            render_item_trends, render_trends, trends)
+    from ingestaudit.report.history import (accept as accept_run, item_trends, list_runs, render_item_trends,
+                                            render_trends, trends)
     from ingestaudit.report.render import terminal_width
     from ingestaudit.report.tables import choose_keys
 
-    try:
-        if accept is not None:
-            run = accept_run(db, accept)
-            _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}"))
-            return
-        if items:
-            if not metric or "." not in metric:
-                _fail("--items needs --metric STAGE.METRIC (e.g. --metric extraction.cer, or pii.f1[PERSON])")
-            name, _, lab = metric.partition("[")
-            runs, per_item, ref = item_trends(db, name, label=lab.rstrip("]"), doc_class=class_,
-                                              pipeline=pipeline, last=last)
-            _print_view(render_item_trends(runs, per_item, ref, metric, width=terminal_width()))
-            return
-        keys = None
-        if metric is None:
-            runs_all = list_runs(db)
-            if runs_all:
-                _, everything = trends(db, doc_class=class_, pipeline=pipeline, last=last)
-                keys = list(choose_keys((t.metric, t.label) for t in everything).values())
-        runs, series = trends(db, metric=metric, doc_class=class_, pipeline=pipeline, last=last, metrics=keys)
-    except HistoryError as exc:
-        _fail(str(exc))
+    if accept is not None:
+        run = accept_run(db, accept)
+        _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}"))
+        return
+    if items:
+        if not metric or "." not in metric:
+            _fail("--items needs --metric STAGE.METRIC (e.g. --metric extraction.cer, or pii.f1[PERSON])")
+        name, _, lab = metric.partition("[")
+        runs, per_item, ref = item_trends(db, name, label=lab.rstrip("]"), doc_class=class_,
+                                          pipeline=pipeline, last=last)
+        _print_view(render_item_trends(runs, per_item, ref, metric, width=terminal_width()))
+        return
+    keys = None
+    if metric is None:
+        runs_all = list_runs(db)
+        if runs_all:
+            _, everything = trends(db, doc_class=class_, pipeline=pipeline, last=last)
+            keys = list(choose_keys((t.metric, t.label) for t in everything).values())
+    runs, series = trends(db, metric=metric, doc_class=class_, pipeline=pipeline, last=last, metrics=keys)
     _print_view(render_trends(runs, series, width=terminal_width()))
 
 
@@ -716,12 +610,10 @@ def import_(
 
     from ingestaudit.importers import ImporterError, get_importer
 
-    from ingestaudit.io import OutputError, check_output_folder
+    from ingestaudit.io import check_output_folder
 
-    try:  # the data set is only read: DEST may not lie in it, by path or through a mount
-        check_output_folder(dest, corpus_root=src if src.is_dir() else None, flag="DEST", within="data set")
-    except OutputError as exc:
-        _fail(str(exc))
+    # the data set is only read: DEST may not lie in it, by path or through a mount
+    check_output_folder(dest, corpus_root=src if src.is_dir() else None, flag="DEST", within="data set")
     try:
         importer = get_importer(kind)
         kwargs = {}
@@ -765,10 +657,16 @@ def stages() -> None:
     typer.echo(f"parser (default {DEFAULTS['parser']}; routes: the extensions each reads): "
                + "; ".join(f"{n} ({parser_extensions(n)})" for n in parser_names()))
     for stage, names in (("cleaner", cleaner_names()), ("chunker", chunker_names()),
-                         ("embedder", embedder_names()), ("dedup", ["default", *detector_names()]),
-                         ("index", ["hnsw", "ivf", "flat"]),
+                         ("embedder", embedder_names()), ("index", ["hnsw", "ivf", "flat"]),
                          ("retriever", retriever_names())):
         typer.echo(f"{stage} (default {DEFAULTS[stage]}): " + ", ".join(names))
+    from ingestaudit.pipeline import DETECTION_DEFAULTS
+    from ingestaudit.stages.language import detector_names as language_detectors
+    from ingestaudit.stages.pii import detector_names as pii_detectors
+
+    for step, names in (("language", language_detectors()), ("pii", [*pii_detectors(), "precomputed", "redacted"]),
+                        ("dedup", detector_names())):
+        typer.echo(f"{step} (step, runs when its stage does; default {DETECTION_DEFAULTS[step]}): " + ", ".join(names))
 
 
 def main() -> None:

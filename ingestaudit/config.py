@@ -57,6 +57,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from ingestaudit.errors import ConfigurationError
 from ingestaudit.schema_keys import PAGES, unknown_key
 
 CONFIG_NAME = "ingestaudit.toml"
@@ -66,7 +67,7 @@ bigger one is refused (`ingestaudit.inputs.read_input_text` reads no more than t
 the limits cannot set its own."""
 
 
-class ConfigError(Exception):
+class ConfigError(ConfigurationError):
     """The configuration file is unreadable or invalid; the message names the file and the field."""
 
 

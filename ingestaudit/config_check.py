@@ -11,6 +11,8 @@ both call, so that they accept and refuse the same things (issue 30: a misspelt 
   pipeline, the step and the valid names) and takes the options given; the embedder's class is found, its model is
   not loaded (`ingestaudit.runner` loads it once before the first document when a chain stage runs).
 
+- every detection step a pipeline names (``language``, ``pii``): its options, over the auditor's step defaults, build
+  the step (`step_problems`; no model is loaded);
 - every pipeline's parser, or each parser of its routing table: the parser is registered, takes its options and is
   available on this machine (`parser_problems`; a precomputed pipeline has none).
 
@@ -38,7 +40,7 @@ def config_problems(cfg: Config, source: str, pipelines: Sequence[Pipeline]) -> 
         pipelines: the run's pipelines (`ingestaudit.pipeline.resolve`).
     """
     return [*_stage_problems(cfg, source), *_gate_problems(cfg, source), *parser_problems(pipelines, cfg.parser_options),
-            *implementation_problems(pipelines)]
+            *implementation_problems(pipelines), *step_problems(cfg, pipelines)]
 
 
 def parser_problems(pipelines: Sequence[Pipeline], parser_options: dict[str, dict[str, Any]]) -> list[str]:
@@ -116,6 +118,35 @@ def implementation_problems(pipelines: Sequence[Pipeline]) -> list[str]:
     return [f"{_named(users[key])}, {key[0]}: {error}" for key, error in errors.items() if error]
 
 
+def step_problems(cfg: Config, pipelines: Sequence[Pipeline]) -> list[str]:
+    """One message per pipeline whose own ``language``, ``pii`` (`ingestaudit.steps`) or ``dedup``
+    (`ingestaudit.corpus_steps`) table does not build, with ``[auditor_options.<stage>]``'s step options as its
+    defaults (a bad auditor table is `_stage_problems`')."""
+    from ingestaudit import corpus_steps
+    from ingestaudit.auditors.registry import load_auditor
+    from ingestaudit.steps import STEP_OF_STAGE, check_step
+
+    problems = []
+    for stage, step in {**STEP_OF_STAGE, **corpus_steps.STEP_OF_STAGE}.items():
+        named = [p for p in pipelines if p.step(step) is not None]
+        if not named:
+            continue
+        try:
+            defaults = load_auditor(stage, cfg.auditor_options.get(stage)).step_options()
+        except Exception:  # named by _stage_problems
+            continue
+        for p in named:
+            try:
+                if stage in corpus_steps.STEP_OF_STAGE:
+                    corpus_steps.build_step(stage, p.step(step), defaults)
+                else:
+                    check_step(p, step, defaults)
+            except ValueError as exc:
+                problems.append(str(exc) if stage not in corpus_steps.STEP_OF_STAGE
+                                else f"[pipelines.{p.name}] {step}: {exc}")
+    return problems
+
+
 def _named(names: list[str]) -> str:
     shown = ", ".join(map(repr, names[:3])) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return f"pipeline{'s' * (len(names) > 1)} {shown}"
@@ -164,14 +195,8 @@ def _retriever(choice: StageChoice) -> Any:
     return None if choice.use == DENSE else load_retriever(choice.use, choice.kwargs())
 
 
-def _dedup(choice: StageChoice) -> Any:
-    from ingestaudit.corpus_steps import build_step
-
-    return build_step("dedup", choice, {})
-
-
 _BUILDERS: dict[str, Callable[[StageChoice], Any]] = {"cleaner": _cleaner, "chunker": _chunker,
-                                                      "embedder": _embedder, "dedup": _dedup, "index": _index,
+                                                      "embedder": _embedder, "index": _index,
                                                       "retriever": _retriever}
 """How each pipeline step after the parser is built for the check: the way `ingestaudit.runner` and the auditors
 build it."""

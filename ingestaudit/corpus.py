@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingestaudit.document import Document
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.inputs import file_kind
 from ingestaudit.truth import Problem, over_size
 
@@ -30,7 +31,7 @@ QUESTIONS = "questions.jsonl"  # labelled questions at the corpus root (DESIGN.m
 LINK_ROOTS_ENV = "INGESTAUDIT_LINK_ROOTS"  # folders outside the corpus its links may point into
 
 
-class CorpusError(Exception):
+class CorpusError(IngestAuditError):
     """The folder is not a corpus (no ``docs/``) or cannot be read: nothing can be audited (CLI exit 2)."""
 
 

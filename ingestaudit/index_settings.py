@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ingestaudit.errors import IndexingError
+
 KINDS = ("hnsw", "ivf", "flat")
 """Index kinds: FAISS ``IndexHNSWFlat`` (default), ``IndexIVFFlat``, ``IndexFlat`` (exact; its recall is 1)."""
 METRICS = ("cosine", "ip", "l2")
@@ -24,7 +26,7 @@ EXACT_BATCH = 1024
 """Queries per exact-search call: FAISS's brute-force kNN holds one query block's results at a time."""
 
 
-class IndexInputError(ValueError):
+class IndexInputError(IndexingError, ValueError):
     """Vectors or queries that no index may be built or searched on: NaN or infinity, a dimension mismatch, an empty
     base, a non-2-D array, bad ``k``. The message names what is wrong, where (``name``) and the first bad row."""
 

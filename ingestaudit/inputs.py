@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from ingestaudit.errors import IngestAuditError
+
 
 def describe(exc: OSError) -> str:
     """``exc``'s reason in words (``No space left on device``), without the path."""
@@ -38,7 +40,7 @@ def file_kind(mode: int) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-class InputFileError(Exception):
+class InputFileError(IngestAuditError):
     """A user's file (named, or found where the tool looks for one) that cannot be used: not a regular file, over
     its size limit, unreadable or not UTF-8. The message starts with the path; ``limit`` names the size limit that
     refused it (``limits.results_bytes``; else ``""``); ``oserror`` is the error of a file that could not be

@@ -27,11 +27,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import WritingError
 from ingestaudit.inputs import describe  # noqa: F401  (callers import it from here too)
 from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX
 
 
-class OutputError(Exception):
+class OutputError(WritingError):
     """An output cannot be written where it was asked for; the message names the path and the reason."""
 
 

@@ -1,13 +1,12 @@
 """Pipelines: the named chains of stage implementations a report compares (DESIGN.md, "Pipelines and the stage
 chain").
 
-A pipeline is ``parser -> cleaner -> chunker -> embedder -> [dedup] -> index -> retriever``; each stage is an
-implementation name with its options (`StageChoice`); ``dedup`` is the near-duplicate step the ``dedup`` stage
-audits (`ingestaudit.stages.dedup_step`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from
-``--parser NAME`` (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR``
-(one precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant
-per value, named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted
-before any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
+A pipeline is ``parser -> cleaner -> chunker -> embedder -> index -> retriever``; each stage is an implementation name with its
+options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from ``--parser NAME``
+(a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
+precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
+named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted before
+any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
 
 Parser routing: a pipeline's ``parser`` may be a table keyed by file extension instead of one name,
 ``parser = { pdf = "pymupdf", html = "unstructured", default = "unstructured" }`` (`parser_routes`): each document is
@@ -27,13 +26,24 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-STAGES = ("parser", "cleaner", "chunker", "embedder", "dedup", "index", "retriever")
+from ingestaudit.errors import IngestAuditError
+
+STAGES = ("parser", "cleaner", "chunker", "embedder", "index", "retriever")
 """The configurable stages of a pipeline, in the order data flows through them."""
 
 DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "recursive", "embedder": "minilm",
-                            "dedup": "default", "index": "hnsw", "retriever": "dense"}
-"""The implementation a stage takes when a pipeline leaves it out (``dedup``'s ``default``: the detector of
-``[auditor_options.dedup]``, `ingestaudit.dedup_settings.DEFAULT_USE`)."""
+                            "index": "hnsw", "retriever": "dense"}
+"""The implementation a stage takes when a pipeline leaves it out."""
+
+DETECTION_STEPS = ("language", "pii", "dedup")
+"""Optional steps a pipeline may name (``language = { use = "lingua", ... }``, ``pii = { use = "presidio", ... }``,
+``dedup = { use = "minhash", threshold = 0.8 }``); they run when their stage is audited, with the options of
+`ingestaudit.steps` (language, pii: per document) or `ingestaudit.corpus_steps` (dedup: per document, then once per
+pipeline), the auditor options as defaults and the pipeline's table over them. A pipeline that does not name one
+runs it with the defaults."""
+
+DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua", "pii": "presidio", "dedup": "minhash"}
+"""The implementation a detection step takes when neither the pipeline nor ``[auditor_options]`` names one."""
 
 PRECOMPUTED = "precomputed"
 
@@ -47,7 +57,7 @@ _EXTENSION = re.compile(r"[a-z0-9][a-z0-9_+-]*")
 """A routing key once lower-cased and stripped of its dot: what `ingestaudit.document.Document.suffix` can be."""
 
 
-class PipelineError(ValueError):
+class PipelineError(IngestAuditError, ValueError):
     """A pipeline definition or a ``--sweep`` is invalid; the message names the table or flag and the field."""
 
 
@@ -79,12 +89,19 @@ class Pipeline:
         precomputed_root: for a precomputed pipeline, the ``--outputs`` folder (its outputs are under
             ``precomputed_root / source``); None for configured pipelines.
         source: the outputs' subfolder name (a swept variant keeps its base pipeline's folder).
+        steps: the detection steps (`DETECTION_STEPS`) the pipeline's table or a ``--sweep`` names, sorted; a
+            step's ``use`` is ``""`` when only swept (its implementation is then the default one).
     """
 
     name: str
     stages: tuple[tuple[str, StageChoice], ...]
     precomputed_root: Path | None = None
     source: str = ""
+    steps: tuple[tuple[str, StageChoice], ...] = ()
+
+    def step(self, name: str) -> StageChoice | None:
+        """The `StageChoice` of detection step ``name`` when the pipeline names it, else None."""
+        return dict(self.steps).get(name)
 
     def stage(self, name: str) -> StageChoice:
         """The `StageChoice` of stage ``name`` (one of `STAGES`)."""
@@ -108,8 +125,7 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
     ``{use = "...", option = value, ...}``; stages left out take `DEFAULTS` (precomputed pipelines take the
     ``precomputed`` parser, cleaner and chunker, which read what the outputs hold).
 
-    A ``parser`` table without ``use`` is a routing table (`parser_routes`); a ``dedup`` table without ``use``
-    gives options to the default detector (``use = "default"``).
+    A ``parser`` table without ``use`` is a routing table (`parser_routes`).
 
     Raises:
         PipelineError: an unknown stage key, a stage that is neither a string nor a table with ``use``, or a bad
@@ -117,9 +133,10 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
     """
     table = dict(table or {})
     where = where or f"[pipelines.{name}]"
-    unknown = sorted(set(table) - set(STAGES))
+    unknown = sorted(set(table) - set(STAGES) - set(DETECTION_STEPS))
     if unknown:
-        raise PipelineError(f"{where}: unknown stage {', '.join(map(repr, unknown))}; stages are {', '.join(STAGES)}")
+        raise PipelineError(f"{where}: unknown stage {', '.join(map(repr, unknown))}; stages are "
+                            f"{', '.join(STAGES + DETECTION_STEPS)}")
     defaults = dict(DEFAULTS)
     if precomputed_root is not None:
         defaults.update(parser=PRECOMPUTED, cleaner=PRECOMPUTED, chunker=PRECOMPUTED)
@@ -130,8 +147,6 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
             choice = StageChoice(raw)
         elif stage == "parser" and isinstance(raw, dict) and "use" not in raw:
             choice = StageChoice(ROUTED, routes=parser_routes(raw, where))
-        elif stage == "dedup" and isinstance(raw, dict) and "use" not in raw:  # options over the default detector
-            choice = StageChoice(DEFAULTS["dedup"], tuple(sorted(raw.items())))
         elif isinstance(raw, dict) and isinstance(raw.get("use"), str) and raw["use"]:
             opts = {k: v for k, v in raw.items() if k != "use"}
             choice = StageChoice(raw["use"], tuple(sorted(opts.items())))
@@ -139,7 +154,18 @@ def make_pipeline(name: str, table: dict[str, Any] | None = None, *, precomputed
             raise PipelineError(f"{where}.{stage}: give an implementation name or a table with 'use' "
                                 f"(e.g. {stage} = {{ use = \"{DEFAULTS[stage]}\" }})")
         stages.append((stage, choice))
-    return Pipeline(name, tuple(stages), precomputed_root, name if precomputed_root is not None else "")
+    steps = []
+    for step in sorted(set(table) & set(DETECTION_STEPS)):
+        raw = table[step]
+        if isinstance(raw, str) and raw:
+            steps.append((step, StageChoice(raw)))
+        elif isinstance(raw, dict) and isinstance(raw.get("use"), str) and raw["use"]:
+            steps.append((step, StageChoice(raw["use"], tuple(sorted((k, v) for k, v in raw.items() if k != "use")))))
+        else:
+            raise PipelineError(f"{where}.{step}: give an implementation name or a table with 'use' "
+                                f"(e.g. {step} = {{ use = \"{DETECTION_DEFAULTS[step]}\" }})")
+    return Pipeline(name, tuple(stages), precomputed_root, name if precomputed_root is not None else "",
+                    tuple(steps))
 
 
 def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
@@ -204,8 +230,9 @@ class Sweep:
         stage, dot, option = key.strip().partition(".")
         if not eq or not dot or not option or not vals.strip():
             raise PipelineError(f"--sweep {text!r}: expected STAGE.OPTION=V1,V2,... (e.g. chunker.size=256,512)")
-        if stage not in STAGES:
-            raise PipelineError(f"--sweep {text!r}: unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        if stage not in STAGES + DETECTION_STEPS:
+            raise PipelineError(f"--sweep {text!r}: unknown stage {stage!r}; stages are "
+                                f"{', '.join(STAGES + DETECTION_STEPS)}")
         values = []
         for v in vals.split(","):
             v = v.strip()
@@ -252,11 +279,15 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = N
                 raise PipelineError(f"--sweep parser.{s.option}: pipeline {p.name!r} routes its parser by file "
                                     "extension; set each parser's options in [parser_options.<parser>]")
         for combo in product(*(s.values for s in sweeps)):
-            stages = dict(p.stages)
+            stages, steps = dict(p.stages), dict(p.steps)
             for s, v in zip(sweeps, combo):
-                stages[s.stage] = stages[s.stage].with_option(s.option, v)
+                if s.stage in DETECTION_STEPS:  # a step the pipeline does not name keeps its default implementation
+                    steps[s.stage] = steps.get(s.stage, StageChoice("")).with_option(s.option, v)
+                else:
+                    stages[s.stage] = stages[s.stage].with_option(s.option, v)
             label = ",".join(f"{s.option}={_show(v)}" for s, v in zip(sweeps, combo))
-            out.append(replace(p, name=f"{p.name}/{label}", stages=tuple(stages.items())))
+            out.append(replace(p, name=f"{p.name}/{label}", stages=tuple(stages.items()),
+                               steps=tuple(sorted(steps.items()))))
     return out
 
 

@@ -8,8 +8,9 @@ A plug point names its plugins in three ways (STYLE.md, "Plugins are lazy and ex
    loaded only when asked for.
 
 They are tried in that order: a built-in name wins over an entry point of the same name, and a name with ``":"`` is
-always a path (never looked up among the entry points). Errors form one hierarchy, `PluginError`; each plug point
-raises its own subclasses (``UnknownParser``, ``CleanerUnavailable``...) so its callers keep catching what they did.
+always a path (never looked up among the entry points). Errors form one hierarchy, `PluginError` (under the package's
+root `ingestaudit.errors.IngestAuditError`); each plug point raises its own subclasses (``UnknownParser``,
+``CleanerUnavailable``...) so its callers keep catching what they did.
 
 A path imports any code, so it is a trust decision (issue 15): a corpus's own ``ingestaudit.toml`` may name registered
 plug-ins only (built-ins and entry points); paths come from the command line or a ``--config`` file the user passes
@@ -24,12 +25,14 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 EntryPoints = Callable[[], Mapping[str, EntryPoint]]
 """A zero-argument function returning ``entry-point name -> EntryPoint`` of one group (a plug point's hook, which
 tests replace)."""
 
 
-class PluginError(Exception):
+class PluginError(IngestAuditError):
     """Base error of plugin loading: every error this module raises is one (the plug points raise subclasses)."""
 
 
@@ -149,3 +152,11 @@ def instantiate(cls: Callable[..., Any], options: Mapping[str, Any] | None, what
 
             valid = f"; valid options: {', '.join(option_names(cls)) or 'none'} (see {PAGES['config']})"
         raise PluginOptionError(f"{what}: bad option{where} ({exc}){valid}") from exc
+
+
+def package_version(name: str) -> str | None:
+    """Installed version of distribution ``name``, or None (never imports the package)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None

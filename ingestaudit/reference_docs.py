@@ -24,13 +24,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.schema_keys import PAGES, anchor, models_in
 
 GENERATED = ("Generated from the schemas by `python -m ingestaudit.reference_docs` (do not edit by hand; a test "
              "fails when this page is stale).")
 
 
-class MissingDescription(ValueError):
+class MissingDescription(IngestAuditError, ValueError):
     """A documented model field has no ``Field(description=...)``; the message names the model and the field."""
 
 
@@ -333,7 +334,7 @@ def _doc_of_vector_files() -> str:
 def config_page() -> str:
     from ingestaudit.auditors.registry import auditor_class, stage_names
     from ingestaudit.config import CONFIG_NAME, Config
-    from ingestaudit.pipeline import STAGES
+    from ingestaudit.pipeline import DETECTION_STEPS, STAGES
 
     out = _header("Configuration", (
         f"`{CONFIG_NAME}` at the corpus root, or a file given with `--config FILE` (command-line flags override "
@@ -356,15 +357,18 @@ def config_page() -> str:
             "`measurements.parquet` names the parser each document went to; `ingestaudit stages` lists the "
             "extensions each parser reads. An unknown parser, an empty table, a value that is not a name or an "
             "extension given twice is an error (exit 2) before any document is read.", "",
-            "`dedup` is the near-duplicate detection step the `dedup` stage audits: `dedup = { use = \"minhash\", "
-            "threshold = 0.8, num_perm = 128 }` (`use`: `minhash`, a registered detector or `module:Class`; the "
-            "options: every key of `[auditor_options.dedup]` below but the auditor's own `missed_merge_budget`, "
-            "`jaccard_edges`, `max_exact_pairs` and `s_curve_sample_pairs`). Left out, it is `default`: "
-            "the step keys given in `[auditor_options.dedup]` are every pipeline's defaults, and a pipeline's "
-            "`dedup` table overrides them key by key (its `use` other than `default` is the `detector`), so a "
-            "configuration written before the step existed audits the same detector. Two pipelines with two "
-            "thresholds are two report columns of one run; so is `--sweep dedup.threshold=0.7,0.9`. The report "
-            "names each pipeline's step and settings in `pipelines[].stages.dedup`.", ""]
+            "Detection steps: " + ", ".join(f"`{s}`" for s in DETECTION_STEPS) + " (`language = { use = \"lingua\", "
+            "min_relative_distance = 0.25 }`, `pii = { use = \"presidio\", score_threshold = 0.5 }`) run when their stage is audited. Their options: the step's defaults, "
+            "then the options of `[auditor_options.<stage>]` that configure the detector (marked *step default* "
+            "below: they apply to every pipeline), then the pipeline's own table and `--sweep <step>.<option>=...`, "
+            "option by option (`use` replaces the auditor's `detector` or `scrubber`). The metric's options stay auditor options. "
+            "`report.json`'s `pipelines[].stages` lists each step's implementation, version and settings.", "",
+            "`dedup = { use = \"minhash\", threshold = 0.8, num_perm = 128 }` is the near-duplicate step the "
+            "`dedup` stage audits (`use`: `minhash`, a registered detector or `module:Class`): per document in the "
+            "workers (MinHash signatures), then once per pipeline (LSH clustering, and the `sweep_*` grid when "
+            "asked); its options are the *step default* keys of `[auditor_options.dedup]` below, so a "
+            "configuration written before the step existed audits the same detector, and two pipelines with two "
+            "thresholds (or `--sweep dedup.threshold=0.7,0.9`) are two report columns of one run.", ""]
     out += ["## [parser_options.&lt;parser&gt;]", "",
             "Keyword options of a parser, by parser name. The built-in parsers (`ingestaudit parsers` lists every "
             "installed one):", ""]

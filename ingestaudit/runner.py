@@ -332,12 +332,32 @@ def _artefacts(task: Task, auditors: list[Auditor], parsed: ParsedDocument | Non
     out: dict[str, tuple[Any, str]] = {}
     for a in auditors:
         if isinstance(a, CorpusAuditor):
-            a = with_step(a, task.pipeline)  # an auditor that reads a step (dedup) with the pipeline's step
-            item, msg = artefact_item(a, task.document.doc_id, task.doc_class, task.truth, parsed,
+            a = with_step(a, task.pipeline)  # an auditor that reads a corpus-level step (dedup) with the pipeline's
+            given, step_msg = parsed, ""
+            if a.step:  # the auditor reads its step's artefact, never the parsed document
+                given, step_msg = _step_output(task, a, parsed, context.get(a.stage, ()))
+            item, msg = artefact_item(a, task.document.doc_id, task.doc_class, task.truth, given,
                                       State.OK if parsed is not None else State.NO_PREDICTION, "",
                                       context.get(a.stage, ()))
-            out[a.stage] = (item.artefact, msg)
+            out[a.stage] = (item.artefact, step_msg or msg)
     return out
+
+
+def _step_output(task: Task, auditor: CorpusAuditor, parsed: ParsedDocument | None,
+                 context: tuple[str, ...]) -> tuple[Any, str]:
+    """The artefact of the pipeline step ``auditor`` reads (`ingestaudit.steps.run_step`; on the documents the
+    auditor applies to, else None), and the message when the step raised (the artefact is then None)."""
+    from ingestaudit.steps import run_step, step_options
+
+    if not auditor.applies(task.truth):
+        return None, ""
+    try:
+        opts = step_options(task.pipeline, auditor.step, auditor.step_options())
+        return run_step(auditor.step, opts, parsed, task.truth.text, context), ""
+    except BaseException as exc:  # a step failing on one document: an error of that document for this stage
+        if _propagates(exc):
+            raise
+        return None, raised_message(exc)
 
 
 def _kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
@@ -845,6 +865,7 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
         stages = {"parser": StageInfo(implementation=pipe.stage("parser").use if pipe.precomputed_root is None
                                       else "precomputed", version=ver if ok else "unavailable",
                                       settings=built.settings())}
+    stages.update(_step_infos(pipe, config))
     if any(s in CHAIN_STAGES for s in config.run.stages):
         for name in ("cleaner", "chunker", "embedder", "index", "retriever"):
             choice = pipe.stage(name)
@@ -858,8 +879,22 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
 
 def _dedup_info(pipe: Pipeline, config: Config) -> StageInfo:
     """The pipeline's dedup step as the report names it: detector, version (datasketch's) and settings."""
-    step = with_step(_auditor("dedup", tuple(sorted((config.auditor_options.get("dedup") or {}).items()))), pipe).step
+    auditor = _auditor("dedup", tuple(sorted((config.auditor_options.get("dedup") or {}).items())))
+    step = with_step(auditor, pipe).corpus_step
     return StageInfo(implementation=step.detector, version=step.version(), settings=step.settings())
+
+
+def _step_infos(pipe: Pipeline, config: Config) -> dict[str, StageInfo]:
+    """The detection steps (`ingestaudit.steps`) of the audited stages: implementation, version, settings."""
+    from ingestaudit.steps import STEP_OF_STAGE, step_info, step_options
+
+    out = {}
+    for stage, step in STEP_OF_STAGE.items():
+        if stage in config.run.stages:
+            auditor = load_auditor(stage, config.auditor_options.get(stage))
+            impl, ver, settings = step_info(step, step_options(pipe, step, auditor.step_options()))
+            out[step] = StageInfo(implementation=impl, version=ver, settings=settings)
+    return out
 
 
 def _user_sources(pipe: Pipeline, config: Config, stages: dict[str, StageInfo]) -> dict[str, StageInfo]:
@@ -959,6 +994,20 @@ def _check_embedders(pipelines: list[Pipeline], cache_dir: str | None) -> None:
                 check()
         except Exception as exc:
             raise ValueError(f"embedder {choice.use!r}: {exc}") from exc
+
+
+def _check_steps(pipelines: list[Pipeline], stages: list[str], opts: dict[str, dict[str, Any]]) -> None:
+    """Build every pipeline's detection steps of the audited ``stages`` (no model loads) before any document runs.
+
+    Raises:
+        ValueError: a step's options are invalid (the message names the pipeline and the step).
+    """
+    from ingestaudit.steps import STEP_OF_STAGE, check_step
+
+    for stage in (s for s in stages if s in STEP_OF_STAGE):
+        defaults = load_auditor(stage, opts.get(stage)).step_options()
+        for p in pipelines:
+            check_step(p, STEP_OF_STAGE[stage], defaults)
 
 
 def _load_question_set(corpus: Corpus, truths: dict[str, Truth], limits: Any = None) -> QuestionSet:
@@ -1073,6 +1122,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     config.run.stages = stages
     if any(s in CHAIN_STAGES for s in stages):
         _check_embedders(pipelines, config.run.cache_dir)
+    _check_steps(pipelines, stages, opts)
     _check_corpus_steps(pipelines, stages, opts)
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
     context = tuple((s, contexts.get(s, ())) for s, _ in stage_args if s in contexts)

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 STORE_NAME = "measurements.parquet"
 COLUMNS = ("item", "item_kind", "class", "pipeline", "stage", "metric", "label", "value", "numerator", "denominator",
            "state", "detail", "parser")
@@ -112,7 +114,7 @@ def write_measurements(rows: Iterable[Any], path: Path, *, row_group: int = ROW_
     return sha256_of(path)
 
 
-class StoreWriteError(OSError):
+class StoreWriteError(IngestAuditError, OSError):
     """The measurement store (or its spill file) could not be written (a full disk...): the `OSError` it
     re-raises, with its ``errno`` and ``strerror``."""
 

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.metrics.ranking import ranking_metrics
 
 CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -66,7 +67,7 @@ _RATE_OF: dict[str, str] = {
 }
 
 
-class TrecError(ValueError):
+class TrecError(IngestAuditError, ValueError):
     """TREC input that cannot be scored (the CLI exits 2 with this message)."""
 
 

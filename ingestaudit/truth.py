@@ -16,6 +16,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictInt, V
                       model_validator)
 
 from ingestaudit.document import Document
+from ingestaudit.errors import TruthFileError
 from ingestaudit.jsonlimits import loads_limited
 from ingestaudit.schema_keys import PAGES, unknown_key
 
@@ -229,7 +230,7 @@ class Problem:
         return f"{self.file}: {self.field or '<file>'}: {self.message}"
 
 
-class TruthError(Exception):
+class TruthError(TruthFileError):
     """A document's truth could not be loaded; ``problems`` lists every error with its file and field.
 
     ``partial``: when every problem lies in one key of the JSON truth file (a bad heading, a span out of range), the

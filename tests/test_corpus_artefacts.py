@@ -16,6 +16,8 @@ from ingestaudit.corpus_steps import StepAudit, with_step
 from ingestaudit.pipeline import make_pipeline
 from ingestaudit.stages.dedup_step import DedupStep
 from ingestaudit.auditors.language import LanguageAuditor
+from ingestaudit.stages.language_step import LanguageStep
+from ingestaudit.stages.pii_step import PiiStep
 from ingestaudit.auditors.pii import PiiAuditor
 from ingestaudit.cli import app
 from ingestaudit.model import ParsedDocument
@@ -99,9 +101,10 @@ def test_artefacts_pickle_small_and_carry_no_text_for_the_built_in_detectors():
     truth = Truth(text=TEXT * 20, language="en", dup_group="g", pii=(), pii_labelled=True)
     dedup = DedupStep().document(parsed)  # the dedup step's part; the auditor's is the gold group only
     assert dedup.text is None and dedup.sketch is not None and len(dedup.sketch.signatures[128]) == 128
-    lang = LanguageAuditor(mixed=False).artefact(truth, ParsedDocument(text=TEXT, extras={"language": "en"}), ("en",))
+    detection = LanguageStep(mixed=False).run(ParsedDocument(text=TEXT, extras={"language": "en"}), truth.text, ("en",))
+    lang = LanguageAuditor().artefact(truth, detection, ("en",))
     assert (lang.label, lang.predicted, lang.source) == ("en", "en", "precomputed")
-    pii = PiiAuditor(scrubber="precomputed").artefact(truth, parsed, ())
+    pii = PiiAuditor(scrubber="precomputed").artefact(truth, PiiStep(scrubber="precomputed").run(parsed, truth.text), ())
     assert pii.scored and pii.redo is None and pii.doc.input_text == "" and pii.doc.item.truth.text is None
     for art in (lang, pii):
         assert TEXT not in pickle.dumps(art).decode("latin-1")

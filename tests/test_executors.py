@@ -571,3 +571,26 @@ def test_a_timed_out_tesseract_on_the_local_dask_cluster_leaves_no_process_and_n
     pids, temp = wait_for_log(log, within=1)
     assert wait_dead(pids) == [], "an orphan tesseract is left"
     assert not Path(temp).exists()
+
+
+def test_a_folder_named_ingestaudit_where_the_command_runs_does_not_shadow_the_workers_package(tmp_path):
+    """Regression (new-user trial): run from the folder holding a clone (``./ingestaudit/`` with no
+    ``__init__.py``), the fork server, started as ``python -c`` with the current folder first on its path, imported
+    that folder as an empty namespace package and every process worker failed to start (exit 2)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ingestaudit.cli import app
+
+    exe = shutil.which("ingestaudit")
+    if exe is None:
+        pytest.skip("the ingestaudit console script is not on PATH")
+    (tmp_path / "ingestaudit").mkdir()  # what `git clone .../ingestaudit` leaves beside the user
+    assert CliRunner().invoke(app, ["init", str(tmp_path / "c")]).exit_code == 0
+    done = subprocess.run([exe, "run", "c", "--stage", "extraction", "-p", "reference", "--executor", "process",
+                           "--out", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    cer = {r["doc_class"]: (r["micro"], r["states"]["ok"]) for r in report["summary"] if r["metric"] == "extraction.cer"}
+    assert cer == {"reports": (0.0, 1), "__all__": (0.0, 1)} and report["failures"] == []  # the reference reads itself

@@ -109,8 +109,19 @@ class CorpusAuditor(Auditor):
     it gives the same result as a run. `audit` is not used for these auditors.
     """
 
+    step: ClassVar[str] = ""
+    """The pipeline step whose artefact `artefact` receives instead of the parsed document (``"language"``: an
+    `ingestaudit.detections.LanguageDetection`, None where the step did not run); ``""``: the parsed document.
+    Such an auditor loads no detector: `ingestaudit.steps` runs the step (`ingestaudit.steps.audit_corpus` runs
+    step and auditor on parsed documents)."""
+
     def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
         raise NotImplementedError("corpus-level auditors implement artefact and audit_artefacts")
+
+    def step_options(self) -> dict[str, Any]:
+        """The options of this auditor that configure its `step` (the defaults of every pipeline's step, under a
+        pipeline's own table); ``{}`` by default."""
+        return {}
 
     def corpus_values(self, truth: Truth) -> tuple[str, ...]:
         """Strings one document's truth adds to the corpus-wide context (default: none)."""
@@ -135,7 +146,15 @@ class CorpusAuditor(Auditor):
 
     def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
         """`audit_artefacts` over ``items`` (parsed documents), with the artefacts computed here; the same result as
-        a run of the same documents. A document whose artefact raises is an ``error`` item with the message."""
+        a run of the same documents. A document whose artefact raises is an ``error`` item with the message.
+
+        Raises:
+            TypeError: the auditor reads a pipeline step (`step`): `ingestaudit.steps.audit_corpus` runs the step
+                first.
+        """
+        if self.step:
+            raise TypeError(f"the {self.stage} auditor reads the {self.step!r} step's artefacts: use "
+                            "ingestaudit.steps.audit_corpus(auditor, items) on parsed documents")
         context = tuple(sorted({v for i in items for v in self.corpus_values(i.truth)}))
         return self.audit_artefacts([artefact_item(self, i.doc_id, i.doc_class, i.truth, i.parsed, i.state, i.reason,
                                                    context)[0] for i in items], context)

@@ -220,10 +220,6 @@ def pairwise_jaccard_sorted(sets: Sequence[np.ndarray], max_pairs: int) -> np.nd
     return _condensed_jaccard(x, sizes)
 
 
-class _GridError(Exception):
-    """The step could not compute its sweep grid (the message is the step's, kept as is)."""
-
-
 def _representatives(result: Any) -> list[str]:
     """Keys that went into the LSH index: not excluded, and first of their exact-duplicate group."""
     out_of_index = {e.key for e in result.excluded}
@@ -237,22 +233,22 @@ class DedupAuditor(CorpusAuditor):
     """Audits a pipeline's dedup step against ``dup_group`` labels at corpus level (see the module docstring): it
     reads the step's output (`audit_step`), never runs a detector.
 
-    The options marked *step* are the dedup step's (`ingestaudit.stages.dedup_step.DedupStep`): given here, they
-    are the defaults of every pipeline's ``dedup`` step, which a pipeline's ``dedup`` table overrides key by key
-    (its ``use`` is the ``detector``).
+    The options marked *step default* are the dedup step's (`ingestaudit.stages.dedup_step.DedupStep`): given
+    here, they are the defaults of every pipeline's ``dedup`` step, which a pipeline's ``dedup`` table overrides key
+    by key (its ``use`` is the ``detector``).
 
     Args:
-        detector: *step*: ``"minhash"`` (default: `ingestaudit.stages.dedup`), an entry-point name of the group
-            ``ingestaudit.dedup_detectors``, or ``"module:Class"`` of a ``DedupDetector``.
-        detector_options: *step*: keyword arguments of a user detector.
-        use_precomputed: *step*: cluster by the ``dup_cluster`` ids found in precomputed outputs instead of running
-            a detector.
-        sweep_num_perm, sweep_thresholds: *step*: the sweep grid, as lists or comma-separated strings
+        detector: *step default*: ``"minhash"`` (default: `ingestaudit.stages.dedup`), an entry-point name of the
+            group ``ingestaudit.dedup_detectors``, or ``"module:Class"`` of a ``DedupDetector``.
+        detector_options: *step default*: keyword arguments of a user detector.
+        use_precomputed: *step default*: cluster by the ``dup_cluster`` ids found in precomputed outputs instead
+            of running a detector.
+        sweep_num_perm, sweep_thresholds: *step default*: the sweep grid, as lists or comma-separated strings
             (``"0.5,0.8"``); either alone sweeps that axis at the other's configured value. Each setting builds its
             own MinHashLSH index over signatures computed once per ``num_perm``; the step computes the grid, the
             auditor scores it.
-        workers: *step*: kept so that configurations stay valid; shingling and hashing run in the run's workers (one
-            document per task), so it has no effect.
+        workers: *step default*: kept so that configurations stay valid; shingling and hashing run in the run's
+            workers (one document per task), so it has no effect.
         missed_merge_budget: the largest missed-merge rate a sweep setting may have to be "best", in [0, 1].
         jaccard_edges: bucket edges of the S-curve detail (increasing, within [0, 1]; a list or a
             comma-separated string).
@@ -262,8 +258,8 @@ class DedupAuditor(CorpusAuditor):
             S-curve over more than ``max_exact_pairs`` pairs; every candidate pair and every pair of one gold
             group is measured exactly, the other pairs are estimated from the sample (details say how). It changes
             a detail, never a metric value.
-        **dedup_options: *step*: `DedupConfig` fields (shingling, k, normalization, num_perm, threshold, weights,
-            seed, scheme, verify, min_shingles, short_docs). The step's also define
+        **dedup_options: *step default*: `DedupConfig` fields (shingling, k, normalization, num_perm, threshold,
+            weights, seed, scheme, verify, min_shingles, short_docs). The step's also define
             the exact Jaccard of chained pairs and of the S-curve for every detector.
 
     Raises:
@@ -286,8 +282,7 @@ class DedupAuditor(CorpusAuditor):
                  **dedup_options}
         defaults = {"detector": BUILTIN_DETECTOR, "detector_options": None, "use_precomputed": True,
                     "sweep_num_perm": None, "sweep_thresholds": None, "workers": 1}
-        self.step_defaults = {k: v for k, v in given.items() if k not in defaults or v != defaults[k]}
-        """The step options given here (`ingestaudit.dedup_settings.STEP_KEYS`): every pipeline's defaults."""
+        self._step_defaults = {k: v for k, v in given.items() if k not in defaults or v != defaults[k]}
         self.config = DedupConfig(**dedup_options)  # the defaults' detector settings, as the report prints them
         self.sweep = sweep_grid(self.config, sweep_num_perm, sweep_thresholds)  # bad values: refused here
         self.detector, self.detector_options = detector, dict(detector_options or {})
@@ -319,6 +314,11 @@ class DedupAuditor(CorpusAuditor):
         return {"documents": DOCUMENTS_COUNTED, **settings, "missed_merge_budget": self.budget,
                 "jaccard_edges": list(self.edges), "max_exact_pairs": self.max_exact_pairs,
                 "s_curve_sample_pairs": self.s_curve_sample_pairs, **sweep}
+
+    def step_options(self) -> dict[str, Any]:
+        """The dedup step options given to this auditor (`ingestaudit.dedup_settings.STEP_KEYS`): the defaults of
+        every pipeline's dedup step (`ingestaudit.corpus_steps.with_step`)."""
+        return dict(self._step_defaults)
 
     def applies(self, truth: Truth) -> bool:
         """True when the document has a ``dup_group`` (the stage runs when some document does)."""
@@ -679,14 +679,15 @@ class DedupAuditor(CorpusAuditor):
             result.corpus_scores += [(ALL, r, 0) for r in rows]
             details["sweep"] = {"state": rows[0].state.value, "reason": rows[0].detail["reason"]}
         elif pred.sweep is not None:
-            try:
-                if pred.grid_error:
-                    raise _GridError(pred.grid_error)
-                sweep, best, rows = self._run_sweep(reached, gold, pred, cache)
-                details["sweep"], details["sweep_best"] = sweep, best
-                result.corpus_scores += rows
-            except Exception as exc:
-                msg = str(exc) if isinstance(exc, _GridError) else f"{type(exc).__name__}: {exc}"
+            msg = pred.grid_error  # the step could not compute its grid: the sweep's rows are errors
+            if not msg:
+                try:
+                    sweep, best, rows = self._run_sweep(reached, gold, pred, cache)
+                    details["sweep"], details["sweep_best"] = sweep, best
+                    result.corpus_scores += rows
+                except Exception as exc:  # never a crash of the audit
+                    msg = f"{type(exc).__name__}: {exc}"
+            if msg:
                 details["sweep"] = {"state": State.ERROR.value, "reason": msg}
                 for m in ("dedup.sweep_false_merge_rate", "dedup.sweep_missed_merge_rate", "dedup.sweep_best"):
                     result.corpus_scores.append((ALL, Score.missing(m, State.ERROR, msg), len(keys)))

@@ -76,6 +76,7 @@ import numpy as np
 
 from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
 from ingestaudit.config import Limits
+from ingestaudit.errors import IndexingError
 from ingestaudit.index_settings import IndexInputError, IndexSettings, check_vectors
 from ingestaudit.inputs import InputFileError, open_input_file, read_input_text
 from ingestaudit.jsonlimits import jsonl_lines
@@ -164,7 +165,7 @@ METRICS = specs_for(DEFAULT_K)
 register(*METRICS)
 
 
-class UserIndexError(ValueError):
+class UserIndexError(IndexingError, ValueError):
     """A user's vectors or ANN results cannot be read; the message names the file (and line)."""
 
 

@@ -4,6 +4,10 @@ A corpus-level auditor: it sees every document of one parser at once, so that (1
 set of languages in the corpus's labels (lingua loads only those models), (2) the detector runs as one batch, and
 (3) precision, recall and F1 per language, which exist only over a set of documents, can be computed.
 
+The detection itself is the pipeline's ``language`` step (`ingestaudit.stages.language_step`, run in the worker
+once per labelled document x pipeline); this auditor only reads its artefacts (`ingestaudit.detections`), so two
+pipelines with two detectors or two settings are two report columns of one run.
+
 What is detected: the parser's text (``ParsedDocument.text``): with ``--parser reference`` that is the reference text
 (component level: the detector alone), with a real parser the parser's output (end to end: parsing errors included).
 When the parser's output carries a precomputed ``language`` (``extras["language"]``, from ``--outputs``), that tag is
@@ -33,8 +37,8 @@ Details: ``confusion_matrix`` (per class and ``__all__``; rows = true, columns =
 ``top_confusions``, ``mixed_documents``, ``candidates`` (the languages the detector chose from and why), and
 ``selective_accuracy``.
 
-**Mixed-language documents**: multi-language detection (`ingestaudit.stages.language.mixed_language`) runs on the
-document's *reference text* when it has one (the flag is then a property of the document, the same for every parser
+**Mixed-language documents**: multi-language detection (the step's `ingestaudit.stages.language.mixed_language`) runs
+on the document's *reference text* when it has one (the flag is then a property of the document, the same for every parser
 that produced output, so parser comparisons stay paired), else on the parser's text. A document the parser produced
 nothing for gets all three rows in the parser's state (``skipped``, ``no_prediction``, ``error``). A document whose second language covers at least
 ``mixed_share`` of the text (and is confirmed) is flagged: its ``language.correct`` and ``language.abstained`` rows are
@@ -46,11 +50,9 @@ precomputed tag still need the detector for it (``mixed = false`` turns it off).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from typing import Any
-
 from dataclasses import dataclass
+from typing import Any
 
 from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
@@ -60,7 +62,8 @@ from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import classification as cl
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.report.schema import ALL_CLASSES
-from ingestaudit.stages.language import MIXED_MIN_CONFIRMATION, MIXED_MIN_SHARE
+from ingestaudit.detections import (LANGUAGE_STEP_DEFAULTS, MIXED_MIN_CONFIRMATION, MIXED_MIN_SHARE, LanguageDetection,
+                                    check_language_options, language_settings)
 from ingestaudit.truth import Truth
 
 METRICS = (
@@ -90,37 +93,23 @@ METRICS = (
 )
 register(*METRICS)
 
-LANGUAGE_SETS = ("labels", "all")
-"""Named candidate sets: ``labels`` = the languages in the corpus's labels, ``all`` = every language the detector
-supports. A list of codes is also accepted."""
-
-MIXED_TEXTS = ("reference", "input")
-"""Which text the mixed-language analysis reads: the reference text when the document has one (else the input), or
-always the stage input (the parser's text)."""
-
 DOC_METRICS = ("language.correct", "language.abstained", "language.mixed")
 CORPUS_SUMMARY_METRICS = ("language.macro_f1", "language.accuracy", "language.coverage")
 """The corpus rows a class gets whatever its labels (per-language rows exist only for languages seen)."""
 
 
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass(frozen=True)
 class LanguageArtefact:
-    """What the language auditor keeps of one document x pipeline (computed in the run's worker).
+    """What the language auditor keeps of one document x pipeline (computed in the run's worker from the
+    ``language`` step's `ingestaudit.detections.LanguageDetection`).
 
     Attributes:
         label: the truth's ``language`` (None: unlabelled, no detection runs).
-        predicted: the detected or precomputed language (None: abstained, or nothing ran).
-        source: the detector's name or ``precomputed`` (``""``: nothing predicted).
-        error: why there is no prediction (a detector that raised or could not be built, a bad precomputed tag).
-        mixed: the mixed-language analysis (`ingestaudit.stages.language.MixedResult`, or None).
-        mixed_src: which text it read (``reference`` or ``input``; ``""``: no analysis ran).
-        mixed_error: why the analysis failed.
-        detector: ``{"detector_version", "detector_settings"}`` of the detector built for this document, or
-            ``{"note": message}`` when it could not be built; None when no detector was needed.
+        predicted, source, error, mixed, mixed_src, mixed_error: as the detection's.
+        detector: the detection's ``detector_info``.
+        detector_name: the pipeline's language step's detector (``""``: no step output).
+        mixed_on: the step ran the mixed-language analysis (option ``mixed``).
+        candidates: how the step chose its candidate languages (None: no step output).
     """
 
     label: str | None
@@ -131,26 +120,37 @@ class LanguageArtefact:
     mixed_src: str = ""
     mixed_error: str = ""
     detector: dict[str, Any] | None = None
+    detector_name: str = ""
+    mixed_on: bool = True
+    candidates: dict[str, Any] | None = None
 
 
 class LanguageAuditor(CorpusAuditor):
-    """Audits language identification per document and per language (see the module docstring).
+    """Audits language identification per document and per language (see the module docstring) from what each
+    pipeline's ``language`` step detected (`ingestaudit.detections.LanguageDetection`); it loads no detector.
+
+    The options up to ``use_precomputed`` configure the detector, not the metric: they are the default options of
+    every pipeline's ``language`` step (``detector`` is the step's ``use``), checked by
+    `ingestaudit.detections.check_language_options`; a pipeline's own ``language`` table overrides them option by
+    option (`ingestaudit.steps`).
 
     Args:
-        detector: detector name (``lingua``, an entry point of ``ingestaudit.language_detectors``, or
+        detector: step default: detector name (``lingua``, an entry point of ``ingestaudit.language_detectors``, or
             ``"module:Class"``).
-        languages: candidate set: ``"labels"`` (default: the languages in the corpus labels), ``"all"``, or a list of
-            codes (ISO 639-1/639-3/BCP 47, mapped with langcodes).
-        min_relative_distance: lingua's minimum relative distance in [0, 0.99]; below it lingua abstains. 0 (lingua's
-            default) abstains only on text without letters.
-        low_accuracy: lingua's low-accuracy mode.
-        detector_options: keyword options for a non-lingua detector.
-        mixed: run the mixed-language analysis (False: every labelled document is scored as single-label).
-        mixed_share: share of non-white-space characters a second language must cover for a document to be mixed,
-            in (0, 0.5].
-        mixed_confirmation: minimum ``p2 / (p1 + p2)`` when re-scoring the second language's segments (0 = off).
-        mixed_text: ``"reference"`` or ``"input"`` (`MIXED_TEXTS`).
-        use_precomputed: read ``extras["language"]`` of precomputed outputs as the prediction.
+        languages: step default: candidate set: ``"labels"`` (default: the languages in the corpus labels),
+            ``"all"``, or a list of codes (ISO 639-1/639-3/BCP 47, mapped with langcodes).
+        min_relative_distance: step default: lingua's minimum relative distance in [0, 0.99]; below it lingua
+            abstains. 0 (lingua's default) abstains only on text without letters.
+        low_accuracy: step default: lingua's low-accuracy mode.
+        detector_options: step default: keyword options for a non-lingua detector.
+        mixed: step default: run the mixed-language analysis (False: every labelled document is scored as
+            single-label).
+        mixed_share: step default: share of non-white-space characters a second language must cover for a document
+            to be mixed, in (0, 0.5].
+        mixed_confirmation: step default: minimum ``p2 / (p1 + p2)`` when re-scoring the second language's segments
+            (0 = off).
+        mixed_text: step default: ``"reference"`` or ``"input"`` (`ingestaudit.detections.MIXED_TEXTS`).
+        use_precomputed: step default: read ``extras["language"]`` of precomputed outputs as the prediction.
         top_k: number of top confusions in the details.
         seed, n_resamples, confidence: the percentile bootstrap of F1 and macro F1 (documents resampled).
 
@@ -160,6 +160,7 @@ class LanguageAuditor(CorpusAuditor):
     """
 
     stage = "language"
+    step = "language"
     metrics = METRICS
 
     def __init__(self, detector: str = "lingua", languages: str | Sequence[str] = "labels",
@@ -167,56 +168,27 @@ class LanguageAuditor(CorpusAuditor):
                  detector_options: dict[str, Any] | None = None, mixed: bool = True, mixed_share: float = MIXED_MIN_SHARE,
                  mixed_confirmation: float = MIXED_MIN_CONFIRMATION, mixed_text: str = "reference", use_precomputed: bool = True,
                  top_k: int = 10, seed: int = 0, n_resamples: int = 1000, confidence: float = 0.95):
-        from ingestaudit.truth import normalize_language
-
-        if isinstance(languages, str):
-            if languages not in LANGUAGE_SETS:
-                raise ValueError(f"languages must be one of {', '.join(LANGUAGE_SETS)} or a list of codes, got "
-                                 f"{languages!r}")
-            self.languages: str | tuple[str, ...] = languages
-        else:
-            self.languages = tuple(sorted({normalize_language(c) for c in languages}))
-        if not 0.0 <= float(min_relative_distance) <= 0.99:
-            raise ValueError(f"min_relative_distance must be in [0, 0.99], got {min_relative_distance}")
-        if detector != "lingua" and (min_relative_distance or low_accuracy):
-            raise ValueError("min_relative_distance and low_accuracy are lingua options; give other detectors their "
-                             "options in detector_options")
-        if not 0 < mixed_share <= 0.5:
-            raise ValueError(f"mixed_share must be in (0, 0.5], got {mixed_share}")
-        if not 0 <= mixed_confirmation <= 1:
-            raise ValueError(f"mixed_confirmation must be in [0, 1], got {mixed_confirmation}")
-        if mixed_text not in MIXED_TEXTS:
-            raise ValueError(f"mixed_text must be one of {', '.join(MIXED_TEXTS)}, got {mixed_text!r}")
+        self.step_defaults = check_language_options({
+            "detector": detector, "languages": languages, "min_relative_distance": min_relative_distance,
+            "low_accuracy": low_accuracy, "detector_options": detector_options, "mixed": mixed,
+            "mixed_share": mixed_share, "mixed_confirmation": mixed_confirmation, "mixed_text": mixed_text,
+            "use_precomputed": use_precomputed})
         if top_k < 0 or n_resamples < 1 or not 0 < confidence < 1:
             raise ValueError("top_k must be >= 0, n_resamples >= 1 and confidence in (0, 1)")
-        self.detector = detector
-        self.min_relative_distance = float(min_relative_distance)
-        self.low_accuracy = bool(low_accuracy)
-        self.detector_options = dict(detector_options or {})
-        self.mixed = bool(mixed)
-        self.mixed_share = float(mixed_share)
-        self.mixed_confirmation = float(mixed_confirmation)
-        self.mixed_text = mixed_text
-        self.use_precomputed = bool(use_precomputed)
         self.top_k, self.seed, self.n_resamples, self.confidence = int(top_k), int(seed), int(n_resamples), confidence
-        self._mixed_cache: dict[tuple, Any] = {}
-        self._detectors: dict[tuple[str, ...] | None, Any] = {}  # per worker process: candidates -> detector or error
-        self._chosen: dict[tuple[str, ...], tuple[str, ...] | None] = {}  # per worker process: labels -> candidates
+
+    def step_options(self) -> dict[str, Any]:
+        """The default options of the pipelines' ``language`` step (those a pipeline's own table does not set)."""
+        return {k: v for k, v in language_settings(self.step_defaults).items() if v != LANGUAGE_STEP_DEFAULTS[k]}
 
     def options(self) -> dict[str, Any]:
-        """Every option that changes the numbers."""
+        """Every option that changes the numbers (the step's defaults among them, as configured here)."""
+        step = language_settings(self.step_defaults)
         return {
-            "detector": self.detector,
-            "languages": self.languages if isinstance(self.languages, str) else list(self.languages),
-            "min_relative_distance": self.min_relative_distance,
-            "low_accuracy": self.low_accuracy,
-            "detector_options": self.detector_options,
-            "mixed": self.mixed,
-            "mixed_share": self.mixed_share,
-            "mixed_confirmation": self.mixed_confirmation,
-            "mixed_text": self.mixed_text,
+            **{k: step[k] for k in ("detector", "languages", "min_relative_distance", "low_accuracy",
+                                    "detector_options", "mixed", "mixed_share", "mixed_confirmation", "mixed_text")},
             "mixed_share_unit": "non-white-space code points of the segments",
-            "use_precomputed": self.use_precomputed,
+            "use_precomputed": step["use_precomputed"],
             "abstention": "a miss (fn) for recall and accuracy, a false positive of no label",
             "macro_f1_over": "languages labelled in the class",
             "top_k": self.top_k,
@@ -227,143 +199,25 @@ class LanguageAuditor(CorpusAuditor):
         """True when the document has a ``language`` label."""
         return truth.language is not None
 
-    # -- detector ------------------------------------------------------------------------------------------------
-
-    def _candidates(self, labels: set[str]) -> tuple[tuple[str, ...] | None, dict[str, Any]]:
-        """The candidate set for the detector and a description of how it was chosen."""
-        from ingestaudit.stages.language import detector_class
-
-        info: dict[str, Any] = {"requested": self.languages if isinstance(self.languages, str)
-                                else list(self.languages), "notes": []}
-        try:
-            supported = detector_class(self.detector).supported_languages()
-        except Exception as exc:  # reported when the detector is built
-            supported = None
-            info["notes"].append(f"supported languages unknown: {type(exc).__name__}: {exc}")
-        if self.languages == "all":
-            chosen = None if supported is None else tuple(supported)
-        else:
-            wanted = sorted(labels) if self.languages == "labels" else list(self.languages)
-            unsupported = [c for c in wanted if supported is not None and c not in supported]
-            chosen = tuple(c for c in wanted if c not in unsupported)
-            info["unsupported"] = unsupported
-            if unsupported:
-                info["notes"].append(f"{self.detector} does not know {', '.join(unsupported)}: documents labelled "
-                                     "so can never be detected correctly (they still count)")
-            if self.detector == "lingua" and len(chosen) < 2:
-                info["notes"].append(f"fewer than two supported candidate languages ({list(chosen)}): a one-language "
-                                     "detector is always right, so every lingua language is loaded instead")
-                chosen = None if supported is None else tuple(supported)
-        info["languages"] = "all supported" if chosen is None else list(chosen)
-        return chosen, info
-
-    def _build(self, chosen: tuple[str, ...] | None) -> Any:
-        from ingestaudit.stages.language import get_detector
-
-        if self.detector == "lingua":
-            opts = {"min_relative_distance": self.min_relative_distance, "low_accuracy": self.low_accuracy}
-        else:
-            opts = self.detector_options
-        return get_detector(self.detector, chosen, opts)
-
-    def _mixed(self, detector: Any, texts: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-        """Mixed-language results per doc id (one batch; texts analysed before, e.g. the same reference text for
-        another parser, come from this auditor's cache), and errors per doc id."""
-        from ingestaudit.stages.language import mixed_language, mixed_languages
-
-        keys = {d: (id(detector), _key(t), self.mixed_share, self.mixed_confirmation) for d, t in texts.items()}
-        todo = {keys[d]: t for d, t in texts.items() if keys[d] not in self._mixed_cache}
-        if len(self._mixed_cache) > 1024:  # a worker audits many documents: keep the cache small
-            self._mixed_cache.clear()
-        errors: dict[str, str] = {}
-        if todo:
-            opts = {"min_share": self.mixed_share, "min_confirmation": self.mixed_confirmation}
-            try:
-                self._mixed_cache.update(zip(todo, mixed_languages(detector, list(todo.values()), **opts)))
-            except Exception:  # one by one, so one bad text fails alone
-                for k, t in todo.items():
-                    try:
-                        self._mixed_cache[k] = mixed_language(detector, t, **opts)
-                    except Exception as exc:
-                        errors[k] = f"{type(exc).__name__}: {exc}"
-        out = {d: self._mixed_cache[k] for d, k in keys.items() if k in self._mixed_cache}
-        return out, {d: errors[k] for d, k in keys.items() if k in errors}
-
     # -- corpus --------------------------------------------------------------------------------------------------
 
     def corpus_values(self, truth: Truth) -> tuple[str, ...]:
         """The document's language label: the candidate set ``labels`` is the set of labels of the corpus."""
         return (truth.language,) if truth.language is not None else ()
 
-    def _detector_for(self, chosen: tuple[str, ...] | None) -> tuple[Any, str]:
-        """The detector over ``chosen`` (built once per process), or the message why it cannot be built."""
-        if chosen not in self._detectors:
-            try:
-                self._detectors[chosen] = (self._build(chosen), "")
-            except Exception as exc:  # a detector that cannot be built: error rows, named
-                self._detectors[chosen] = (None, f"language detector {self.detector!r} could not be built: "
-                                                 f"{type(exc).__name__}: {exc}")
-        return self._detectors[chosen]
-
-    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> LanguageArtefact:
-        """Detect one labelled document's language (or read its precomputed tag) and run the mixed-language
-        analysis, with the candidate set of the corpus's labels (``context``)."""
-        from ingestaudit.truth import normalize_language
-
+    def artefact(self, truth: Truth, detection: LanguageDetection | None,  # type: ignore[override]
+                 context: tuple[str, ...]) -> LanguageArtefact:
+        """What the audit keeps of one document: its label and what the pipeline's ``language`` step detected
+        (``detection`` None: the step did not run for it)."""
         label = truth.language
-        if label is None or parsed is None:
+        if label is None or detection is None:
             return LanguageArtefact(label)
-        if context not in self._chosen:
-            self._chosen[context] = self._candidates(set(context))[0]
-        chosen = self._chosen[context]
-        predicted: str | None = None
-        source = error = ""
-        to_detect = True
-        if self.use_precomputed and "language" in parsed.extras:
-            to_detect = False
-            tag = parsed.extras["language"]
-            source = "precomputed"
-            if tag is not None and tag != "":
-                try:
-                    predicted = normalize_language(str(tag))
-                except ValueError as exc:
-                    error = f"precomputed language: {exc}"
-        detector, why = (self._detector_for(chosen) if to_detect or self.mixed else (None, ""))
-        info = None
-        if to_detect or self.mixed:
-            info = ({"note": why} if detector is None else
-                    {"detector_version": detector.version(), "detector_settings": detector.settings()})
-        if to_detect:
-            if detector is None:
-                error = why
-            else:
-                predicted, source, error = self._detect_one(detector, parsed.text or "")
-        mixed = None
-        mixed_src = mixed_err = ""
-        if self.mixed and detector is not None:
-            if self.mixed_text == "reference" and truth.text is not None:
-                text, mixed_src = truth.text, "reference"
-            else:
-                text, mixed_src = parsed.text or "", "input"
-            found, errs = self._mixed(detector, {"doc": text})
-            mixed, mixed_err = found.get("doc"), errs.get("doc", "")
-        return LanguageArtefact(label, predicted, source, error, mixed, mixed_src, mixed_err, info)
-
-    def _detect_one(self, detector: Any, text: str) -> tuple[str | None, str, str]:
-        """``(predicted, source, error)`` of one text: ``detect_many`` (the batch call), else ``detect``."""
-        try:
-            out = detector.detect_many([text])
-            if len(out) != 1:
-                raise ValueError(f"detect_many returned {len(out)} results for 1 texts")
-            lang = out[0]
-        except Exception:  # the single call, so the message is the document's own
-            try:
-                lang = detector.detect(text)
-            except Exception as exc:
-                return None, "", f"{type(exc).__name__}: {exc}"
-        if lang is not None and not isinstance(lang, str):
-            return None, "", f"detector returned {lang!r}, not a language code"
-        return lang, detector.name, ""
+        step = {"detector_name": detection.detector, "mixed_on": detection.mixed_on,
+                "candidates": detection.candidates}
+        if not detection.ran:
+            return LanguageArtefact(label, **step)
+        return LanguageArtefact(label, detection.predicted, detection.source, detection.error, detection.mixed,
+                                detection.mixed_src, detection.mixed_error, detection.detector_info, **step)
 
     def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
         """Score one pipeline's corpus from its documents' artefacts (see the module docstring). Never raises for
@@ -374,9 +228,12 @@ class LanguageAuditor(CorpusAuditor):
             if it.artefact.label is None:
                 result.doc_scores += [(it.doc_id, Score.missing(m, State.NO_REFERENCE, "no language label"))
                                       for m in DOC_METRICS]
-        labels = set(context) if labelled else set()
-        chosen, cand_info = self._candidates(labels) if labelled else (None, {"notes": ["no labelled documents"]})
-        cand_info["detector"] = self.detector
+        step = next((it.artefact for it in labelled if it.artefact.candidates is not None), None)
+        if step is None:
+            cand_info = {"notes": ["no labelled documents" if not labelled else "the language step did not run"]}
+        else:
+            cand_info = {**step.candidates, "notes": list(step.candidates.get("notes", ()))}
+        cand_info["detector"] = step.detector_name if step is not None else self.step_defaults["detector"]
         predicted: dict[str, str | None] = {}
         source: dict[str, str] = {}
         errors: dict[str, str] = {}
@@ -475,7 +332,7 @@ class LanguageAuditor(CorpusAuditor):
             return [Score.missing(n, parse_state(it), it.reason or "no stage output") for n in DOC_METRICS], False
         # language.mixed
         m = mixed.get(it.doc_id)
-        if not self.mixed:
+        if not it.artefact.mixed_on:
             mixed_row = Score.missing("language.mixed", State.SKIPPED, "mixed-language detection is off "
                                       "(mixed = false)")
         elif it.doc_id in mixed_err:
@@ -485,7 +342,8 @@ class LanguageAuditor(CorpusAuditor):
                                     detail={"text": mixed_src[it.doc_id], **m.to_dict()})
         elif it.doc_id in mixed_src:
             mixed_row = Score.missing("language.mixed", State.SKIPPED,
-                                      f"detector {self.detector!r} does not do multi-language detection")
+                                      f"detector {it.artefact.detector_name!r} does not do multi-language "
+                                      "detection")
         else:
             mixed_row = Score.missing("language.mixed", State.ERROR, "no detector to segment the text")
         # language.correct / language.abstained

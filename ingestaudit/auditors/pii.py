@@ -3,7 +3,8 @@ policies, losses attributed to extraction, residual leakage, and false alarms on
 
 Truth: ``pii`` spans on the document's reference text (DESIGN.md, "Truth file fields"). Per (document, parser):
 
-1. **Scrubber input** = the parser's extracted text. The scrubber (see `ingestaudit.stages.pii`) is, per document:
+1. **Scrubber input** = the parser's extracted text. The scrubber is the pipeline's ``pii`` step
+   (`ingestaudit.stages.pii_step`, run in the worker; this auditor only reads its predictions), per document:
    precomputed spans when the output carries ``pii`` (and ``prefer_precomputed``), else the configured one:
    ``presidio`` (default), a user detector, ``precomputed``, or ``redacted`` (a redacted text audited from the
    output side: `ingestaudit.stages.pii.redaction_spans` recovers the removed spans).
@@ -59,15 +60,15 @@ from typing import Any
 from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusItem, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import count_states, parse_state, unreached_rows
+from ingestaudit.detections import PII_STEP_DEFAULTS, REDACTED_FIELDS, PiiDetection, check_pii_options, parse_entities
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.alignment import DEFAULT_MIN_KEPT, ProjectedSpan, align_chars, project_spans
 from ingestaudit.metrics.leakage import (DEFAULT_NORMALIZATION, NORMALIZATIONS, gold_values, negative_false_positives,
                                          residual_leakage)
 from ingestaudit.metrics.luhn import luhn_check
 from ingestaudit.metrics.spans import (ANY_TYPE, RATE_NAMES, MatchPolicy, Span, SpanScores, map_span_types, match_spans,
-                                       score_spans)
+                                       redact, score_spans)
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 _LABELS = ("label '<policy>/<TYPE>' per entity type (detector vocabulary after the label map), '<policy>' all "
@@ -111,7 +112,6 @@ NEGATIVE_MODES = ("labelled_empty", "no_spans")
 WITHOUT_PII_TYPES = ("judge_all", "corpus_types")
 """What a document without ``pii_types`` declares labelled: ``judge_all`` every type (a prediction of a type the
 corpus never labels is a false positive), ``corpus_types`` the types of the gold spans of the whole corpus."""
-REDACTED_FIELDS = ("clean_text", "text")
 RESERVED_TYPES = (ANY_TYPE, "macro")
 """Entity-type names that would collide with the label scheme; gold spans of these types are set aside."""
 MAX_LISTED = 20
@@ -245,16 +245,6 @@ def parse_label_map(value: dict[str, str | None] | str | None) -> dict[str, str 
     return out
 
 
-def parse_entities(value: Sequence[str] | str | None) -> list[str] | None:
-    """The ``entities`` option as a list: a sequence is copied, a string is split at commas and white space, None
-    stays None (all types)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [v for v in value.replace(",", " ").split() if v]
-    return list(value)
-
-
 # ------------------------------------------------------------------------------------------------ the auditor
 
 
@@ -291,7 +281,7 @@ class PiiArtefact:
         predicted: the scrubber's predictions are known (the document counts in the details and the vocabulary).
         scored: they were scored without an error (``doc.typed`` holds the counts).
         used_detector: the configured detector produced this document's predictions.
-        target: the detector vocabulary the document was scored with (`PiiAuditor._vocabulary`).
+        target: the detector vocabulary the document was scored with (`PiiAuditor._target`).
         detector_types, detector_error: the configured detector's declared vocabulary, when this document loaded it.
         predicted_types: the types of the predictions of the audited ``entities``.
         doc: the `_Doc` of the scoring (counts, confusion, losses; ``item`` without the parsed document).
@@ -299,6 +289,7 @@ class PiiArtefact:
         detector_info: ``{"name", "version", "settings"}`` of the detector that ran, for the details.
         redo: for a document scored before the corpus's vocabulary is known (its predictions were precomputed while
             the scrubber is a detector), what re-scoring needs: ``(truth, input_text, predicted, scrubbed, source)``.
+        scrubber: the pipeline's ``pii`` step's scrubber (``""``: the step did not run).
     """
 
     applies: bool
@@ -315,6 +306,7 @@ class PiiArtefact:
     has_pii_types: bool = False
     detector_info: dict[str, Any] | None = None
     redo: tuple | None = None
+    scrubber: str = ""
 
 
 def _span_dict(s: Span, text: str) -> dict[str, Any]:
@@ -324,38 +316,44 @@ def _span_dict(s: Span, text: str) -> dict[str, Any]:
 class PiiAuditor(CorpusAuditor):
     """Audits a PII scrubber against gold ``pii`` spans (see the module docstring for every row).
 
-    A corpus-level auditor: the runner hands it every parsed document of a parser at once, so Presidio runs in
-    batches (spaCy ``nlp.pipe``), its engine loads once, and macro averages over entity types exist.
+    A corpus-level auditor that loads no detector: it reads what each pipeline's ``pii`` step predicted
+    (`ingestaudit.detections.PiiDetection`, `ingestaudit.stages.pii_step`), so two pipelines with two scrubbers or two
+    thresholds are two report columns of one run, and macro averages over entity types exist. The options marked
+    *step default* configure the scrubber: they are the default options of every pipeline's ``pii`` step
+    (``scrubber`` is the step's ``use``); a pipeline's own ``pii`` table overrides them option by option
+    (`ingestaudit.steps`). The others are the metric's.
 
     Args:
-        scrubber: ``"presidio"``, ``"precomputed"``, ``"redacted"``, a name in the ``ingestaudit.pii_detectors``
+        scrubber: step default: ``"presidio"``, ``"precomputed"``, ``"redacted"``, a name in the ``ingestaudit.pii_detectors``
             entry-point group, or ``"module:Class"``.
-        detector_options: keyword options of a user detector.
-        spacy_model, spacy_model_version, language, score_threshold, labels_to_ignore, batch_size: Presidio's
-            options (`ingestaudit.stages.pii.PresidioDetector`).
+        detector_options: step default: keyword options of a user detector.
+        spacy_model, spacy_model_version, language, score_threshold, labels_to_ignore, batch_size: step defaults:
+            Presidio's options (`ingestaudit.stages.pii.PresidioDetector`).
         entities: predicted entity types to audit (None: all); predictions of other types are set aside and
-            counted in the details; passed to Presidio as ``entities``; also accepted as a comma-separated string.
+            counted in the details; also a step default, passed to Presidio as ``entities``; also accepted as a
+            comma-separated string.
         label_map: gold type -> detector type (or None to exclude the type on purpose); also accepted as a string
             ``"GPE=LOCATION, STREET_ADDRESS=LOCATION, TITLE="`` (`parse_label_map`).
         iou_threshold: the ``overlap`` policy's IoU threshold, in (0, 1].
         min_kept: minimum fraction of a gold span's characters that must survive extraction for it to project.
-        prefer_precomputed: audit the ``pii`` spans an output carries instead of running the scrubber.
-        redacted_field: for ``scrubber="redacted"``: ``"clean_text"`` (the output's ``clean_text`` is the redacted
+        prefer_precomputed: step default: audit the ``pii`` spans an output carries instead of running the scrubber.
+        redacted_field: step default: for ``scrubber="redacted"``: ``"clean_text"`` (the output's ``clean_text`` is the redacted
             version of its ``text``) or ``"text"`` (the output's text is the redacted reference text; extraction
             losses then count as redactions).
         placeholder: how a removed span is written in the scrubbed text (``"<{type}>"``).
-        placeholder_pattern: regex of a placeholder in a redacted text, type in group 1.
+        placeholder_pattern: step default: regex of a placeholder in a redacted text, type in group 1.
         leakage_normalization, leakage_whole_word: residual-leakage settings (`ingestaudit.metrics.leakage`).
         negative_documents: ``"labelled_empty"`` or ``"no_spans"`` (module docstring).
         without_pii_types: ``"judge_all"`` or ``"corpus_types"``: what a document without ``pii_types`` declares
             labelled (`WITHOUT_PII_TYPES`, module docstring).
-        max_chars: longer scrubber inputs are ``skipped`` (spaCy's default ``max_length`` is 1,000,000).
+        max_chars: step default: longer scrubber inputs are ``skipped`` (spaCy's default ``max_length`` is 1,000,000).
 
     Raises:
         ValueError: an unknown choice or an out-of-range number.
     """
 
     stage = "pii"
+    step = "pii"
     metrics = METRICS
 
     def __init__(self, scrubber: str = "presidio", detector_options: dict[str, Any] | None = None,
@@ -394,16 +392,18 @@ class PiiAuditor(CorpusAuditor):
         for src, dst in label_map.items():
             if dst is not None and (not isinstance(dst, str) or not dst):
                 raise ValueError(f"label_map[{src!r}] must be a type name or null, got {dst!r}")
+        self.step_defaults = check_pii_options({
+            "scrubber": scrubber, "detector_options": detector_options, "spacy_model": spacy_model,
+            "spacy_model_version": spacy_model_version, "language": language, "score_threshold": score_threshold,
+            "labels_to_ignore": labels_to_ignore, "batch_size": batch_size, "entities": entities,
+            "prefer_precomputed": prefer_precomputed, "redacted_field": redacted_field,
+            "placeholder_pattern": placeholder_pattern, "max_chars": max_chars})
         self.scrubber = scrubber
         self.detector_options = dict(detector_options or {})
         self.presidio_options = {"spacy_model": spacy_model, "spacy_model_version": spacy_model_version,
                                  "language": language, "score_threshold": score_threshold,
                                  "labels_to_ignore": labels_to_ignore, "batch_size": batch_size,
                                  "entities": entities}
-        if scrubber == "presidio":
-            from ingestaudit.stages.pii import PresidioDetector
-
-            PresidioDetector(**self.presidio_options)  # validates the options; loads nothing
         self.entities = None if entities is None else sorted(set(entities))
         self.label_map = dict(sorted(label_map.items()))
         self.min_kept = float(min_kept)
@@ -416,14 +416,17 @@ class PiiAuditor(CorpusAuditor):
         self.negative_documents = negative_documents
         self.without_pii_types = without_pii_types
         self.max_chars = int(max_chars)
-        self._detector: Any = None
+
+    def step_options(self) -> dict[str, Any]:
+        """The default options of the pipelines' ``pii`` step (those a pipeline's own table does not set)."""
+        return {k: v for k, v in self.step_defaults.items() if v != PII_STEP_DEFAULTS[k]}
 
     # -- configuration -------------------------------------------------------------------------------------------
 
     def options(self) -> dict[str, Any]:
         """Every option that changes the numbers, with the policies' labels and, for Presidio, the spaCy model name,
         configured and installed versions (read from package metadata; nothing is loaded)."""
-        from ingestaudit.stages.pii import package_version
+        from ingestaudit.plugins import package_version
 
         out: dict[str, Any] = {
             "scrubber": self.scrubber,
@@ -476,110 +479,10 @@ class PiiAuditor(CorpusAuditor):
         """True when the document has a reference text and ``pii`` spans, or is a negative document."""
         return truth.text is not None and (bool(truth.pii) or self.is_negative(truth))
 
-    def detector(self) -> Any:
-        """The configured `ingestaudit.stages.pii.PiiDetector` (built on first use; models load later still)."""
-        if self._detector is None:
-            from ingestaudit.stages.pii import load_detector
-
-            opts = self.presidio_options if self.scrubber == "presidio" else self.detector_options
-            self._detector = load_detector(self.scrubber, opts)
-        return self._detector
-
     # -- one document ------------------------------------------------------------------------------------------
-
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
-        """The rows of one document (a corpus of one; convenient in tests). The runner calls `audit_corpus`."""
-        item = CorpusItem("doc", "doc", truth, parsed)
-        return [s for _, s in self.audit_corpus([item]).doc_scores]
 
     def _state_rows(self, state: State, reason: str) -> list[Score]:
         return [Score.missing(m, state, reason) for m in METRIC_NAMES]
-
-    def _source(self, parsed: ParsedDocument) -> str:
-        if self.scrubber == "redacted":
-            return "redacted"
-        if self.scrubber == "precomputed" or (self.prefer_precomputed and parsed.extras.get("pii") is not None):
-            return "precomputed"
-        return "detector"
-
-    def _prepare(self, d: _Doc) -> None:
-        """Set the scrubber input, and the predictions for precomputed and redacted sources (or a state row)."""
-        from ingestaudit.stages.pii import DetectorOutputError, precomputed_spans, redaction_spans
-
-        parsed, truth = d.item.parsed, d.item.truth
-        assert parsed is not None and truth.text is not None
-        d.source = self._source(parsed)
-        if d.source == "redacted":
-            if self.redacted_field == "text":
-                d.input_text, redacted = truth.text, parsed.text
-            else:
-                d.input_text, redacted = parsed.text or "", parsed.extras.get("clean_text")
-                if redacted is None:
-                    d.rows = self._state_rows(State.NO_PREDICTION, "the output has no clean_text (redacted text)")
-                    return
-            rec = redaction_spans(d.input_text, redacted, self.placeholder_pattern)
-            d.predicted, d.scrubbed = list(rec.spans), redacted
-            d.source = f"redacted ({rec.method})"
-            return
-        d.input_text = parsed.text or ""
-        if len(d.input_text) > self.max_chars:
-            d.rows = self._state_rows(State.SKIPPED, f"scrubber input of {len(d.input_text)} code points exceeds "
-                                                     f"max_chars={self.max_chars}")
-            return
-        if d.source == "precomputed":
-            try:
-                spans = precomputed_spans(parsed.extras, d.input_text)
-            except DetectorOutputError as exc:
-                d.rows = self._state_rows(State.ERROR, f"precomputed pii spans: {exc}")
-                return
-            if spans is None:
-                d.rows = self._state_rows(State.NO_PREDICTION, "the output carries no pii spans")
-                return
-            d.predicted = spans
-
-    def _run_detector(self, docs: list[_Doc]) -> None:
-        """Run the configured detector on every document still waiting, in one batch; isolate failures."""
-        from ingestaudit.stages.pii import DetectorUnavailable, PiiDetectorError
-
-        todo = [d for d in docs if not d.rows and d.predicted is None]
-        if not todo:
-            return
-        name = self.scrubber
-        try:
-            det = self.detector()
-        except (PiiDetectorError, ValueError) as exc:
-            for d in todo:
-                d.rows = self._state_rows(State.ERROR, f"PII detector {name!r}: {exc}")
-            return
-        try:
-            results = det.detect_batch([d.input_text for d in todo])
-        except DetectorUnavailable as exc:
-            for d in todo:
-                d.rows = self._state_rows(State.ERROR, f"PII detector {name!r} unavailable: {exc}")
-            return
-        except Exception:  # one bad document must not sink the batch: retry one at a time
-            results = []
-            for d in todo:
-                try:
-                    results.append(det.detect(d.input_text))
-                except Exception as exc:
-                    d.rows = self._state_rows(State.ERROR, f"PII detector {name!r}: {type(exc).__name__}: {exc}")
-                    results.append(None)
-        for d, spans in zip(todo, results):
-            if spans is not None and not d.rows:
-                d.predicted = list(spans)
-                d.source = name
-
-    def _vocabulary(self, docs: list[_Doc]) -> tuple[str, ...] | None:
-        """Detector types the label map may target: the detector's declared vocabulary (when some document used
-        it) restricted to ``entities``; else ``entities``; else None (every gold type passes through)."""
-        types: set[str] | None = None
-        if any(d.source == self.scrubber and d.source not in ("precomputed", "redacted") for d in docs):
-            declared = self.detector().supported_types()
-            types = None if declared is None else set(declared)
-        if self.entities is not None:
-            types = set(self.entities) if types is None else types & set(self.entities)
-        return None if types is None else tuple(sorted(types))
 
     def _score(self, d: _Doc, target: tuple[str, ...] | None, vocab: list[str],
                corpus_types: tuple[str, ...] = ()) -> None:
@@ -677,8 +580,6 @@ class PiiAuditor(CorpusAuditor):
 
         # residual leakage in what would be indexed
         if d.scrubbed is None:  # every predicted span is redacted, whatever its type: this is what gets indexed
-            from ingestaudit.stages.pii import redact
-
             d.scrubbed = redact(text, predicted, self.placeholder)
         leak = residual_leakage(d.scrubbed, gold_values(reference, both), normalization=self.leakage_normalization,
                                 whole_word=self.leakage_whole_word)
@@ -719,54 +620,39 @@ class PiiAuditor(CorpusAuditor):
         """The gold span types of a labelled document (``without_pii_types = "corpus_types"`` reads them)."""
         return tuple(sorted({s.type for s in truth.pii})) if self.applies(truth) else ()
 
-    def _detector_vocabulary(self) -> tuple[tuple[str, ...] | None, str]:
-        """The configured detector's declared vocabulary (None: unknown), or the message of its failure."""
-        try:
-            declared = self.detector().supported_types()
-            return (None if declared is None else tuple(sorted(set(declared)))), ""
-        except Exception as exc:
-            return None, f"{type(exc).__name__}: {exc}"
-
     def _target(self, used_detector: bool, declared: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        """`_vocabulary` from its two inputs: whether some scored document used the detector, and its vocabulary."""
+        """Detector types the label map may target: the detector's declared vocabulary (when some scored document
+        used the detector) restricted to ``entities``; else ``entities``; else None (every gold type passes)."""
         types: set[str] | None = set(declared) if used_detector and declared is not None else None
         if self.entities is not None:
             types = set(self.entities) if types is None else types & set(self.entities)
         return None if types is None else tuple(sorted(types))
 
-    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> PiiArtefact:
-        """Scrub one labelled document (precomputed spans, a redacted text or the configured detector) and score
-        it against its gold spans, under the vocabulary the corpus will have if this document's own scrubber
-        decides it (`PiiArtefact.redo` keeps what re-scoring needs otherwise). ``context``: the corpus's gold types."""
+    def artefact(self, truth: Truth, detection: PiiDetection | None,  # type: ignore[override]
+                 context: tuple[str, ...]) -> PiiArtefact:
+        """Score one labelled document's predictions (what the pipeline's ``pii`` step produced, ``detection``;
+        None: the step did not run) against its gold spans, under the vocabulary the corpus will have if this
+        document's own scrubber decides it (`PiiArtefact.redo` keeps what re-scoring needs otherwise).
+        ``context``: the corpus's gold types."""
         if not self.applies(truth):
             return PiiArtefact(False)
-        item = CorpusItem("", "", truth, parsed)
-        d = _Doc(item)
-        if parsed is None:
-            return PiiArtefact(True)
-        try:
-            self._prepare(d)
-        except Exception as exc:
-            d.rows = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}")
-        info = None
-        if not d.rows and d.source == "detector":
-            self._run_detector([d])
-            if self._detector is not None:
-                try:
-                    det = self._detector
-                    info = {"name": getattr(det, "name", self.scrubber), "version": det.version(),
-                            "settings": det.settings()}
-                except Exception:
-                    info = None
+        if detection is None or not detection.ran:
+            return PiiArtefact(True, scrubber=detection.scrubber if detection is not None else "")
+        d = _Doc(CorpusItem("", "", truth, None), detection.source, detection.input_text, detection.scrubbed,
+                 None if detection.predicted is None else list(detection.predicted))
+        if detection.state:
+            d.rows = self._state_rows(State(detection.state), detection.reason)
+        info = detection.detector_info
         gold_types = tuple(sorted({s.type for s in truth.pii}))
-        common = {"gold_types": gold_types, "has_pii_types": truth.pii_types is not None, "detector_info": info}
+        common = {"gold_types": gold_types, "has_pii_types": truth.pii_types is not None, "detector_info": info,
+                  "scrubber": detection.scrubber}
         if d.rows or d.predicted is None:
             return PiiArtefact(True, tuple(d.rows), **common)
-        used = d.source == self.scrubber and d.source not in ("precomputed", "redacted")
-        declared, why = self._detector_vocabulary() if used else (None, "")
+        used = detection.used_detector
+        declared, why = (detection.detector_types, detection.detector_error) if used else (None, "")
         target = None if used and why else self._target(used, declared)  # a failed vocabulary: no target
         redo = None
-        if not used and self.scrubber not in ("precomputed", "redacted"):  # another document may load the detector
+        if not used and detection.scrubber not in ("precomputed", "redacted"):  # another document may run it
             redo = (truth, d.input_text, list(d.predicted), d.scrubbed, d.source)
         predicted_types = tuple(sorted({s.type for s in d.predicted if self.entities is None
                                         or s.type in self.entities}))
@@ -833,7 +719,9 @@ class PiiAuditor(CorpusAuditor):
         result.corpus_scores = self._macro_rows([d for d in ordered if d.typed], result.unreached)
         info = next((it.artefact.detector_info for it in items if it.state is State.OK and it.artefact.applies
                      and it.artefact.detector_info), None)
-        result.details.update(self._details(ordered, target, info))
+        scrubber = next((it.artefact.scrubber for it in items if it.artefact.applies and it.artefact.scrubber),
+                        self.scrubber)
+        result.details.update(self._details(ordered, target, info, scrubber))
         return result
 
     def _unlabelled_rows(self, d: _Doc, types: Sequence[str]) -> list[Score]:
@@ -881,7 +769,7 @@ class PiiAuditor(CorpusAuditor):
         return out
 
     def _details(self, docs: list[_Doc], target: tuple[str, ...] | None,
-                 info: dict[str, Any] | None = None) -> dict[str, Any]:
+                 info: dict[str, Any] | None = None, scrubber: str = "") -> dict[str, Any]:
         unmapped: Counter = Counter()
         ignored: Counter = Counter()
         confusion: Counter = Counter()
@@ -915,6 +803,6 @@ class PiiAuditor(CorpusAuditor):
                 "pairs": [{"gold": g, "predicted": p, "count": n} for (g, p), n in sorted(confusion.items())]},
             "lost_in_extraction": {"total": len(lost), "spans": lost[:MAX_LISTED * 5]},
         }
-        if self.scrubber not in ("precomputed", "redacted") and info is not None:
+        if (scrubber or self.scrubber) not in ("precomputed", "redacted") and info is not None:
             out["detector"] = info  # as the worker that ran the detector recorded it
         return out

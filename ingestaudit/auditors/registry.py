@@ -6,6 +6,7 @@ from importlib import import_module
 from typing import Any
 
 from ingestaudit.auditors.base import Auditor
+from ingestaudit.errors import IngestAuditError
 
 BUILTIN: dict[str, str] = {
     "extraction": "ingestaudit.auditors.extraction:ExtractionAuditor",
@@ -22,7 +23,7 @@ BUILTIN: dict[str, str] = {
 }
 
 
-class UnknownStage(ValueError):
+class UnknownStage(IngestAuditError, ValueError):
     """No auditor exists for that stage name; the message lists the known stages."""
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 EXECUTORS = ("serial", "process", "dask")
 
 MEMORY_FRACTION = 0.5
@@ -67,7 +69,7 @@ def clear_stop() -> None:
     _STOP.clear()
 
 
-class ExecutorError(ValueError):
+class ExecutorError(IngestAuditError, ValueError):
     """The executor cannot start (unknown name, a scheduler that does not answer); nothing was audited."""
 
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 from ingestaudit.executors.base import (MAX_BATCH, QUEUE_DEPTH, Executor, ExecutorError, TaskFailure,
@@ -166,7 +167,31 @@ def _context() -> Any:
 
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["ingestaudit.runner"])
+    _start_fork_server()
     return ctx
+
+
+def _start_fork_server() -> None:
+    """Start the fork server (once per process) with this process's ``ingestaudit`` first on its path and without
+    the current folder: it is started as ``python -c``, which puts the current folder first, and Python 3.11's fork
+    server does not take the parent's ``sys.path``, so a folder named ``ingestaudit`` where the command was run (the
+    folder holding a clone) shadowed the installed package and every worker failed to start."""
+    from multiprocessing import forkserver
+
+    import ingestaudit
+
+    root = str(Path(ingestaudit.__file__).resolve().parent.parent)
+    saved = {k: os.environ.get(k) for k in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    os.environ["PYTHONSAFEPATH"] = "1"  # no current folder on the server's path (Python >= 3.11)
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [saved["PYTHONPATH"]])])
+    try:
+        forkserver.ensure_running()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _init_worker(initializer: Callable[[], None] | None, workers: int, environ: dict[str, str],

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 IMPORTERS: dict[str, str] = {
     "olmocr-bench": "ingestaudit.importers.olmocr_bench:import_olmocr_bench",
     "dinglehopper": "ingestaudit.importers.dinglehopper:import_dinglehopper",
@@ -48,7 +50,7 @@ IMPORTERS: dict[str, str] = {
 MANIFEST = "import.json"
 
 
-class ImporterError(Exception):
+class ImporterError(IngestAuditError):
     """Base error of the importers; the CLI prints it and exits 2 (nothing written)."""
 
 

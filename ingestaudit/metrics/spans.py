@@ -739,3 +739,36 @@ def map_span_types(
         excluded_types=tuple(sorted(excluded)),
         passed_through_types=tuple(sorted(passed)),
     )
+
+
+DEFAULT_PLACEHOLDER = "<{type}>"
+"""How `redact` writes a removed span (Presidio Anonymizer's ``replace`` operator default form)."""
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Union of overlapping or touching spans, sorted; a merged region takes the type of its first span (by start,
+    then longest)."""
+    out: list[Span] = []
+    for s in sorted(spans, key=lambda s: (s.start, -s.end, s.type)):
+        if out and s.start <= out[-1].end:
+            last = out[-1]
+            out[-1] = Span(last.start, max(last.end, s.end), last.type)
+        else:
+            out.append(s)
+    return out
+
+
+def redact(text: str, spans: Iterable[Span], placeholder: str = DEFAULT_PLACEHOLDER) -> str:
+    """The scrubbed text: every region of the union of ``spans`` (`merge_spans`) replaced by ``placeholder``
+    formatted with ``type`` (default ``<{type}>``, as Presidio Anonymizer's ``replace`` operator).
+
+    Example: ``redact("Call Ana Lima at 555-0100", [Span(5, 13, "PERSON")])`` is ``"Call <PERSON> at 555-0100"``.
+    """
+    parts: list[str] = []
+    pos = 0
+    for s in merge_spans(spans):
+        parts.append(text[pos:s.start])
+        parts.append(placeholder.format(type=s.type))
+        pos = s.end
+    parts.append(text[pos:])
+    return "".join(parts)

@@ -36,6 +36,8 @@ from typing import Literal
 
 from lxml import etree
 
+from ingestaudit.errors import IngestAuditError
+
 UnicodeForm = Literal["NFC", "NFKC"]
 
 _CELL_TAGS = ("td", "th")
@@ -108,7 +110,7 @@ class TedsOptions:
         return "deviations: " + ", ".join(names) if names else "published (PubTabNet reference)"
 
 
-class TableHtmlError(ValueError):
+class TableHtmlError(IngestAuditError, ValueError):
     """An input that yields no table tree.
 
     Attributes:

@@ -2,6 +2,11 @@
 
 A parser is registered under the entry-point group ``ingestaudit.parsers`` (name -> ``module:Class``); ingestaudit's
 own parsers register the same way in its ``pyproject.toml``, so a user's parser plugs in without editing ingestaudit.
+
+A parser that fails raises `ParserError` (one document: an ``error`` row), `NoOutput` or `UnsupportedFormat` (see
+each); a missing library is `ParserUnavailable`. All derive from `ingestaudit.errors.IngestAuditError` (`ParserError`
+through the parser family, `ingestaudit.errors.ParsingError`), so one raised outside a document (at start-up, in
+``available()``) ends the command with exit 2 and its message, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,11 +15,12 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from ingestaudit.document import Document
+from ingestaudit.errors import ParsingError
 from ingestaudit.model import ParsedDocument
 from ingestaudit.plugins import PluginUnavailable
 
 
-class ParserError(Exception):
+class ParserError(ParsingError):
     """A parser failed on one document (corrupt, encrypted, empty file...). The message names the cause; the runner
     turns it into an ``error`` row for that document and goes on."""
 

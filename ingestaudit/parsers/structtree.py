@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 WORD_GAP = 0.1
 """Horizontal gap between two characters, in units of the character height, above which a space is inserted
 (pdfminer's default ``word_margin``)."""
@@ -53,11 +55,11 @@ BLOCK_KINDS = {"P": "paragraph", "BlockQuote": "paragraph", "Note": "paragraph",
 type (``Span``, ``Link``, ``Quote``, ``Em``, ``Reference``, custom types not mapped...) is inline."""
 
 
-class StructTreeError(ValueError):
+class StructTreeError(IngestAuditError, ValueError):
     """The structure tree is broken (cycle, too deep, an element without a type...); the message names the object."""
 
 
-class NotTagged(ValueError):
+class NotTagged(IngestAuditError, ValueError):
     """The PDF has no ``/StructTreeRoot``: it carries no logical structure."""
 
 

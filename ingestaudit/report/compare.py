@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingestaudit.auditors import metric_catalog as specs
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.report.rows import row_count
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
 from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
@@ -62,7 +63,7 @@ MOVED_SHOWN = 3  # items named per regression
 NOISE_SHOWN = 3  # rows within noise named (those that moved most beyond their budget)
 
 
-class GateError(Exception):
+class GateError(IngestAuditError):
     """A usage problem of the gate (bad ``--budget`` or ``--map``, no pipeline in common): exit 2, message names
     the flag or file."""
 

@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.report.schema import MeasurementRow, Report, SummaryRow
 from ingestaudit.report.tables import measurement_rows
 
@@ -56,7 +57,7 @@ _DDL = (
 )
 
 
-class HistoryError(Exception):
+class HistoryError(IngestAuditError):
     """The history file cannot be used (not a DuckDB file, damaged, another schema, locked by another process, no
     such run); the message names the file."""
 

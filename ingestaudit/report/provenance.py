@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ingestaudit.errors import IngestAuditError
+
 REPORT_FILES = ("report.json", "report.md", "report.html", "timings.json", "measurements.parquet")
 """The files ``ingestaudit run`` writes into ``--out``."""
 
@@ -17,7 +19,7 @@ STAGING_PREFIX = ".ingestaudit-tmp-"
 `check_out_folder` tolerates them)."""
 
 
-class OutFolderError(Exception):
+class OutFolderError(IngestAuditError):
     """``--out`` names a folder that ingestaudit must not write into; the message says why and what to do."""
 
 

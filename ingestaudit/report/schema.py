@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, PrivateAttr, ValidationError,
                       field_validator, model_validator)
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.measurement import State
 
 SCHEMA_VERSION = "2.2"  # 2.2: pipelines[].routes and the store's parser column (parser routing)
@@ -401,7 +402,7 @@ STORE_BYTES = 16 << 30
 at a time, never whole."""
 
 
-class ReportError(Exception):
+class ReportError(IngestAuditError):
     """A report file could not be read or does not follow the contract; the message names the file and field."""
 
 

@@ -95,9 +95,12 @@ def _at_k(metric: str) -> int:
         return -1
 
 
-def choose_keys(available: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+def choose_keys(available: Iterable[tuple[str, str]],
+                valued: set[tuple[str, str]] | None = None) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among the ``(metric, label)`` pairs present (see `KEY_METRICS`);
-    label ``""`` is preferred, else the first label by name. Ordered by `STAGE_ORDER`."""
+    label ``""`` is preferred, else the first label by name; with ``valued`` (the pairs that have a value
+    somewhere), a label with a value comes before one without (PII's ``pii.f1`` has valueless ``""`` rows for
+    unlabelled documents and its values under ``exact``...). Ordered by `STAGE_ORDER`."""
     by_metric: dict[str, set[str]] = {}
     for metric, label in available:
         by_metric.setdefault(metric, set()).add(label)
@@ -110,15 +113,19 @@ def choose_keys(available: Iterable[tuple[str, str]]) -> dict[str, tuple[str, st
             recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
             choice = max(recall, key=_at_k) if recall else None
         choice = choice or names[0]
-        labels = by_metric[choice]
-        out[stage] = (choice, "" if "" in labels else sorted(labels)[0])
+        labels = sorted(by_metric[choice], key=lambda lab: (lab != "", lab))  # "" first, then by name
+        if valued is not None:
+            labels.sort(key=lambda lab: (choice, lab) not in valued)  # stable: the order above within each group
+        out[stage] = (choice, labels[0])
     return out
 
 
 def headline_keys(summary: Iterable[SummaryRow]) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among a report's summary rows (the loss waterfall's outcome rows left
     out): the headline's rows, and the rows the bake-off's paired tests run on (`ingestaudit.report.paired`)."""
-    return choose_keys((r.metric, r.label) for r in summary if not r.metric.startswith("retrieval.outcome@"))
+    rows = [r for r in summary if not r.metric.startswith("retrieval.outcome@")]
+    return choose_keys([(r.metric, r.label) for r in rows],
+                       valued={(r.metric, r.label) for r in rows if headline_value(r) is not None})
 
 
 # --- headline -------------------------------------------------------------------------------------------------------

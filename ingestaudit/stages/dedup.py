@@ -36,12 +36,13 @@ from typing import Literal
 import numpy as np
 
 from ingestaudit.dedup_settings import NORMALIZATIONS, DedupConfig  # re-exported: their home is below the stages
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.metrics.jaccard import exact_jaccard, sorted_jaccard, word_ngrams  # noqa: F401 (re-exported)
 from ingestaudit.stages.minhash import minhash_template, scheme_of, signature_matrix
 
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(IngestAuditError, ValueError):
     """Two documents given to the deduplicator share a key; the message lists the repeated keys."""
 
 

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.dedup_settings import BUILTIN_DETECTOR, DedupConfig, detector_settings, step_options, sweep_grid
 from ingestaudit.metrics.jaccard import sorted_jaccard
 from ingestaudit.metrics.lsh import lsh_params
@@ -41,7 +42,7 @@ CURVE_POINTS = tuple(i / 10 for i in range(1, 11))
 """Jaccard values at which the theoretical candidate probability is printed in the ``lsh`` detail."""
 
 
-class DetectorError(Exception):
+class DetectorError(IngestAuditError):
     """Base error of near-duplicate detectors: a detector raises it (or a subclass) when it cannot cluster a corpus.
     The step reports it (and any other exception from a user detector) as its output's ``error``; the auditor
     turns that into ``error`` rows with the message."""

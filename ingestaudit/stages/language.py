@@ -22,6 +22,8 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint
 from typing import Any, ClassVar
 
+from ingestaudit.detections import MIXED_MIN_CONFIRMATION, MIXED_MIN_SHARE
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, entry_points_of, plugin_class, plugin_names
 
 GROUP = "ingestaudit.language_detectors"
@@ -31,7 +33,7 @@ BUILTIN: dict[str, str] = {"lingua": "ingestaudit.stages.language:LinguaDetector
 """Built-in detectors by name (dotted path, imported on use)."""
 
 
-class DetectorError(Exception):
+class DetectorError(IngestAuditError):
     """Base error of the language detectors (the auditor turns it into ``error`` rows with the message)."""
 
 
@@ -288,17 +290,7 @@ def get_detector(name: str, languages: Sequence[str] | None, options: dict[str, 
 
 # --------------------------------------------------------------------------------------------------- mixed
 
-MIXED_MIN_SHARE = 0.25
-"""Default share of a document's non-white-space code points that a second language must cover for the document to
-be flagged mixed."""
-
-MIXED_MIN_CONFIRMATION = 0.9
-"""Default confirmation threshold: the second language's segments, joined and scored again as one text, must give
-it a probability of at least this much *relative to the main language*, ``p2 / (p1 + p2)``. Multi-language
-segmentation confuses close languages inside single-language text (Bosnian/Croatian, Indonesian/Malay,
-Czech/Slovak); re-scoring the pooled segments removes most of those (measured on lingua-testdata with all 75
-candidates, share 0.25: single-language sentences flagged fall from 12.9 % to 4.3 %, while the two-language
-paragraphs found stay found, 88.7 % with or without the check; see benchmarks/README.md)."""
+# MIXED_MIN_SHARE and MIXED_MIN_CONFIRMATION live in ingestaudit.detections (the auditor reads them too).
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,14 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points
-from importlib.metadata import version as _pkg_version
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import regex
 
-from ingestaudit.metrics.spans import Span
+from ingestaudit.errors import IngestAuditError
+from ingestaudit.metrics.spans import DEFAULT_PLACEHOLDER, Span, merge_spans, redact  # noqa: F401 (re-exported)
+from ingestaudit.plugins import package_version  # noqa: F401 (re-exported)
 from ingestaudit.plugins import (PluginUnavailable, UnknownPlugin, entry_points_of, instantiate, plugin_class,
                                  plugin_names)
 
@@ -49,7 +50,6 @@ SETUP_HINT = "run `bash scripts/setup.sh` from the project root (it installs en_
 DEFAULT_SPACY_MODEL = "en_core_web_sm"
 DEFAULT_SPACY_MODEL_VERSION = "3.8.0"
 
-DEFAULT_PLACEHOLDER = "<{type}>"
 """How `redact` writes a removed span (Presidio Anonymizer's default ``replace`` operator writes ``<ENTITY_TYPE>``)."""
 
 DEFAULT_PLACEHOLDER_PATTERN = r"<([A-Z][A-Z0-9_]*)>"
@@ -59,7 +59,7 @@ UNKNOWN_REDACTION_TYPE = "REDACTED"
 """Type given to a redacted region whose placeholder names no type (a mask such as ``*****``, or a deletion)."""
 
 
-class PiiDetectorError(Exception):
+class PiiDetectorError(IngestAuditError):
     """Base error of the PII scrubbers; the command line prints it and exits 2."""
 
 
@@ -216,14 +216,6 @@ def precomputed_spans(extras: Mapping[str, Any], text: str) -> list[Span] | None
 
 
 # -------------------------------------------------------------------------------------------------- presidio
-
-
-def package_version(name: str) -> str | None:
-    """Installed version of distribution ``name``, or None (never imports the package)."""
-    try:
-        return _pkg_version(name)
-    except PackageNotFoundError:
-        return None
 
 
 def offline_tld_extractor() -> Any:
@@ -463,35 +455,6 @@ class PresidioDetector(PiiDetector):
 
 
 # ------------------------------------------------------------------------------------------------- redaction
-
-
-def merge_spans(spans: Iterable[Span]) -> list[Span]:
-    """Union of overlapping or touching spans, sorted; a merged region takes the type of its first span (by start,
-    then longest)."""
-    out: list[Span] = []
-    for s in sorted(spans, key=lambda s: (s.start, -s.end, s.type)):
-        if out and s.start <= out[-1].end:
-            last = out[-1]
-            out[-1] = Span(last.start, max(last.end, s.end), last.type)
-        else:
-            out.append(s)
-    return out
-
-
-def redact(text: str, spans: Iterable[Span], placeholder: str = DEFAULT_PLACEHOLDER) -> str:
-    """The scrubbed text: every region of the union of ``spans`` (`merge_spans`) replaced by ``placeholder``
-    formatted with ``type`` (default ``<{type}>``, as Presidio Anonymizer's ``replace`` operator).
-
-    Example: ``redact("Call Ana Lima at 555-0100", [Span(5, 13, "PERSON")])`` is ``"Call <PERSON> at 555-0100"``.
-    """
-    parts: list[str] = []
-    pos = 0
-    for s in merge_spans(spans):
-        parts.append(text[pos:s.start])
-        parts.append(placeholder.format(type=s.type))
-        pos = s.end
-    parts.append(text[pos:])
-    return "".join(parts)
 
 
 @dataclass(frozen=True)

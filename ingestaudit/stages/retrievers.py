@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ingestaudit.errors import RetrievalError
 from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, entry_points_of, instantiate, plugin_class, plugin_names
 
 GROUP = "ingestaudit.retrievers"
@@ -31,7 +32,7 @@ class UnknownRetriever(UnknownPlugin, ValueError):
     """No retriever is registered under that name (the message lists the known ones)."""
 
 
-class RetrieverUnavailable(PluginUnavailable):
+class RetrieverUnavailable(RetrievalError, PluginUnavailable):
     """A retriever's module does not import; the message says which."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ingestaudit.auditors.base import CorpusItem
 from ingestaudit.auditors.language import LanguageAuditor
+from ingestaudit.steps import audit_corpus
 from ingestaudit.auditors.pii import PiiAuditor
 from ingestaudit.auditors.reach import count_states, describe, dominant_state, unreached_rows
 from ingestaudit.measurement import Score, State
@@ -53,7 +54,7 @@ def by(result):
 def test_language_rows_count_the_scored_documents_and_name_the_others():
     items = [lang_item("en/a", "en", "en"), lang_item("en/b", "en", "de"), lang_item("en/c", "en", parsed=False),
              lang_item("de/a", "de", parsed=False), lang_item("de/b", "de", parsed=False, state=State.ERROR)]
-    result = LanguageAuditor(mixed=False).audit_corpus(items)
+    result = audit_corpus(LanguageAuditor(mixed=False), items)
     rows = by(result)
     acc, n = rows["en", "language.accuracy", ""]
     assert (acc.numerator, acc.denominator, n) == (1, 2, 2)  # en/c (no output) is not a miss
@@ -69,7 +70,7 @@ def test_language_rows_count_the_scored_documents_and_name_the_others():
 
 
 def test_language_with_nothing_scored_anywhere_is_in_the_parsers_state():
-    result = LanguageAuditor(mixed=False).audit_corpus([lang_item("en/a", "en", parsed=False)])
+    result = audit_corpus(LanguageAuditor(mixed=False), [lang_item("en/a", "en", parsed=False)])
     s, n = by(result)["__all__", "language.accuracy", ""]
     assert (s.state, n) == (State.NO_PREDICTION, 0)
 
@@ -82,7 +83,7 @@ def pii_item(doc_id, parsed=True):
 
 
 def test_pii_macro_rows_of_a_class_without_output_have_no_value():
-    result = PiiAuditor(scrubber="precomputed").audit_corpus(
+    result = audit_corpus(PiiAuditor(scrubber="precomputed"),
         [pii_item("a/1"), pii_item("b/1", parsed=False), pii_item("b/2", parsed=False)])
     rows = by(result)
     s, n = rows["a", "pii.precision", "exact/macro"]

@@ -502,8 +502,8 @@ def test_best_setting_rule():
 def test_list_and_string_sweep_options_are_the_same():
     a = dedup(sweep_num_perm=[64, 128], sweep_thresholds=[0.5, 0.8])
     b = dedup(sweep_num_perm="64, 128", sweep_thresholds="0.5,0.8")
-    assert a.step.settings() == b.step.settings() and a.step.sweep == ((64, 128), (0.5, 0.8))
-    assert dedup(sweep_thresholds=[0.7]).step.sweep == ((128,), (0.7,))
+    assert a.corpus_step.settings() == b.corpus_step.settings() and a.corpus_step.sweep == ((64, 128), (0.5, 0.8))
+    assert dedup(sweep_thresholds=[0.7]).corpus_step.sweep == ((128,), (0.7,))
 
 
 def test_s_curve_detail_equals_the_bucket_function_on_every_pair():
@@ -554,7 +554,7 @@ dedup = { use = "minhash", threshold = 0.5 }
 
 [pipelines.strict]
 parser = "reference"
-dedup = { threshold = 0.95 }
+dedup = { use = "minhash", threshold = 0.95 }
 """
 
 
@@ -593,7 +593,7 @@ def test_an_unknown_dedup_detector_of_a_pipeline_is_exit_2_before_any_document(t
     root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, toml)
     result = CliRunner().invoke(app, ["run", str(root), "--stage", "dedup", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
-    assert "pipeline 'p', dedup: unknown dedup detector 'no-such-detector'" in result.output
+    assert "[pipelines.p] dedup: unknown dedup detector 'no-such-detector'" in result.output
 
 
 def test_step_options_rule():

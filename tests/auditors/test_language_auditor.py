@@ -20,6 +20,8 @@ from ingestaudit.cli import app
 from ingestaudit.measurement import State
 from ingestaudit.model import ParsedDocument
 from ingestaudit.stages.language import LanguageDetector, Segment
+from ingestaudit.stages.language_step import LanguageStep
+from ingestaudit.steps import audit_corpus
 from ingestaudit.truth import Truth
 from _rows import load_report, measurements
 
@@ -84,7 +86,7 @@ def corpus():
 @pytest.fixture(scope="module")
 def result():
     TableDetector.built.clear()
-    return LanguageAuditor(detector=STUB, n_resamples=200).audit_corpus(corpus())
+    return audit_corpus(LanguageAuditor(detector=STUB, n_resamples=200), corpus())
 
 
 def rows(res, doc_id):
@@ -189,7 +191,7 @@ def test_mixed_document_is_excluded_and_listed():
              item("c/m", "en", "mixed-parser-text", reference="aaaa bbbb cccc dd|eeee ffff")]
     # reference: en "aaaa bbbb cccc dd" (14 non-space) vs de "eeee ffff" (8): en main, de second 8/22 = 0.36,
     # confirmed: p(de) / (p(en) + p(de)) = 0.98 >= 0.9
-    res = LanguageAuditor(detector=STUB, n_resamples=50).audit_corpus(items)
+    res = audit_corpus(LanguageAuditor(detector=STUB, n_resamples=50), items)
     m = rows(res, "c/m")
     assert m["language.mixed"].value == 1.0
     assert m["language.mixed"].detail["second_share"] == round(8 / 22, 4)
@@ -201,19 +203,19 @@ def test_mixed_document_is_excluded_and_listed():
     acc, n = corpus_row(res, "__all__", "language.accuracy")
     assert (acc.numerator, acc.denominator, n) == (2, 2, 2)  # the mixed document is not a single-label error
     # on the parser's text ("mixed-parser-text", one segment) it is not mixed, so it is scored, and wrong
-    res = LanguageAuditor(detector=STUB, mixed_text="input", n_resamples=50).audit_corpus(items)
+    res = audit_corpus(LanguageAuditor(detector=STUB, mixed_text="input", n_resamples=50), items)
     assert rows(res, "c/m")["language.correct"].value == 0.0
     # and with the analysis off every labelled document is scored
-    res = LanguageAuditor(detector=STUB, mixed=False, n_resamples=50).audit_corpus(items)
+    res = audit_corpus(LanguageAuditor(detector=STUB, mixed=False, n_resamples=50), items)
     assert rows(res, "c/m")["language.mixed"].state is State.SKIPPED
     assert corpus_row(res, "__all__", "language.accuracy")[0].denominator == 3
 
 
 def test_precomputed_can_be_ignored_and_a_broken_detector_gives_error_rows():
     items = [item("c/a", "en", "EN one", extras={"language": "de"}), item("c/b", "de", "DE one")]
-    res = LanguageAuditor(detector=STUB, use_precomputed=False, mixed=False, n_resamples=50).audit_corpus(items)
+    res = audit_corpus(LanguageAuditor(detector=STUB, use_precomputed=False, mixed=False, n_resamples=50), items)
     assert rows(res, "c/a")["language.correct"].value == 1.0  # the detector's "en", not the tag
-    res = LanguageAuditor(detector="no_such_module:Nope", n_resamples=50).audit_corpus(items)
+    res = audit_corpus(LanguageAuditor(detector="no_such_module:Nope", n_resamples=50), items)
     b = rows(res, "c/b")
     assert {s.state for s in b.values()} == {State.ERROR}
     assert "could not be built" in b["language.correct"].detail["reason"]
@@ -225,12 +227,12 @@ def test_precomputed_can_be_ignored_and_a_broken_detector_gives_error_rows():
 
 
 def test_candidate_sets_for_lingua_without_loading_models():
-    a = LanguageAuditor()
-    chosen, info = a._candidates({"en", "de", "gd"})  # Scottish Gaelic: lingua does not know it
+    a = LanguageStep()  # the candidates are the language step's now (issue 24): the auditor loads no detector
+    chosen, info = a.candidates({"en", "de", "gd"})  # Scottish Gaelic: lingua does not know it
     assert chosen == ("de", "en") and info["unsupported"] == ["gd"] and info["notes"]
-    chosen, info = a._candidates({"en"})  # one language: a one-candidate detector is always right
+    chosen, info = a.candidates({"en"})  # one language: a one-candidate detector is always right
     assert chosen is not None and len(chosen) == 75 and "every lingua language" in info["notes"][0]
-    chosen, _ = LanguageAuditor(languages=["eng", "de-AT", "fr"])._candidates({"en"})
+    chosen, _ = LanguageStep(languages=["eng", "de-AT", "fr"]).candidates({"en"})
     assert chosen == ("de", "en", "fr")
 
 

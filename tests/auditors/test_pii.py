@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.steps import audit_corpus, audit_document
 from ingestaudit.auditors.pii import (METRICS, PiiAuditor, parse_entities, parse_label_map, validate_pii_gold)
 from ingestaudit.measurement import State
 from ingestaudit.auditors import metric_catalog as specs
@@ -46,7 +47,7 @@ def parsed(text, pred=None, **extras):
 
 def rows(text, gold, pred, out_text=None, **options):
     options.setdefault("scrubber", "precomputed")
-    scores = PiiAuditor(**options).audit(truth(text, gold), parsed(text if out_text is None else out_text, pred))
+    scores = audit_document(PiiAuditor(**options), truth(text, gold), parsed(text if out_text is None else out_text, pred))
     return {(s.metric, s.label): s for s in scores}
 
 
@@ -240,7 +241,7 @@ def test_negative_documents_fp_per_1k_tokens():
     aud = PiiAuditor(scrubber="precomputed", negative_documents="no_spans")
     items = [CorpusItem("a", "c", truth(TEXT1, GOLD1), parsed(TEXT1, PRED1)),
              CorpusItem("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))]
-    res = aud.audit_corpus(items)
+    res = audit_corpus(aud, items)
     neg = {s.label: s for d, s in res.doc_scores if d == "n" and s.metric == "pii.fp_per_1k_tokens"}
     # 1 DATE_TIME prediction over 4 tokens: 1000 * 1 / 4 = 250 per 1,000 tokens; numerator 1, denominator 4/1000
     assert neg["DATE_TIME"].value == 250.0 and frac(neg["DATE_TIME"]) == (1, 0.004)
@@ -258,7 +259,7 @@ def test_negative_documents_fp_per_1k_tokens():
 
 def test_predictions_outside_entities_are_set_aside_and_counted():
     aud = PiiAuditor(scrubber="precomputed", negative_documents="no_spans", entities="PERSON")
-    res = aud.audit_corpus([CorpusItem("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))])
+    res = audit_corpus(aud, [CorpusItem("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))])
     fp = {s.label: s for _, s in res.doc_scores if s.metric == "pii.fp_per_1k_tokens"}
     assert set(fp) == {"*", "PERSON"} and fp["*"].value == 0.0  # the DATE_TIME prediction is not audited...
     assert res.details["ignored_predicted_types"] == {"DATE_TIME": 1}  # ...but counted
@@ -285,7 +286,7 @@ def test_documents_without_labels_or_output_get_state_rows():
     items = [CorpusItem("none", "c", Truth(text="x"), parsed("x", [])),
              CorpusItem("failed", "c", truth(TEXT1, GOLD1), None, State.ERROR, "parser crashed"),
              CorpusItem("nopii", "c", truth(TEXT1, GOLD1), parsed(TEXT1))]
-    res = aud.audit_corpus(items)
+    res = audit_corpus(aud, items)
     states = {(d, s.metric): (s.state, s.detail.get("reason")) for d, s in res.doc_scores}
     assert states["none", "pii.recall"][0] is State.NO_REFERENCE
     assert states["failed", "pii.recall"] == (State.ERROR, "parser crashed")
@@ -309,36 +310,36 @@ def test_residual_leakage_of_the_scrubbed_output():
 def test_redacted_text_audited_from_the_output_side():
     out = parsed(TEXT1, clean_text="Call <PERSON> at 555-0100")
     aud = PiiAuditor(scrubber="redacted")
-    r = {(s.metric, s.label): s for s in aud.audit(truth(TEXT1, GOLD1), out)}
+    r = {(s.metric, s.label): s for s in audit_document(aud, truth(TEXT1, GOLD1), out)}
     assert frac(r["pii.precision", "exact/PERSON"]) == (1, 1) and frac(r["pii.recall", "exact/PERSON"]) == (1, 1)
     assert frac(r["pii.recall", "exact/PHONE_NUMBER"]) == (0, 1)
     assert frac(r["pii.residual_leakage", "PHONE_NUMBER"]) == (1, 1)
     assert r["pii.recall", "exact"].detail["scrubber"] == "redacted (anchored)"
     # the output's text itself is the redacted reference ("text" field): same numbers
-    r2 = {(s.metric, s.label): s for s in PiiAuditor(scrubber="redacted", redacted_field="text").audit(
+    r2 = {(s.metric, s.label): s for s in audit_document(PiiAuditor(scrubber="redacted", redacted_field="text"),
         truth(TEXT1, GOLD1), parsed("Call <PERSON> at 555-0100"))}
     assert frac(r2["pii.recall", "exact"]) == (1, 2)
     # no redacted text: no_prediction
-    r3 = PiiAuditor(scrubber="redacted").audit(truth(TEXT1, GOLD1), parsed(TEXT1))
+    r3 = audit_document(PiiAuditor(scrubber="redacted"), truth(TEXT1, GOLD1), parsed(TEXT1))
     assert {s.state for s in r3} == {State.NO_PREDICTION}
 
 
 def test_user_detector_precomputed_preference_and_failures():
     name = f"{__name__}:CannedDetector"
     aud = PiiAuditor(scrubber=name)
-    r = {(s.metric, s.label): s for s in aud.audit(truth(TEXT1, GOLD1), parsed(TEXT1))}
+    r = {(s.metric, s.label): s for s in audit_document(aud, truth(TEXT1, GOLD1), parsed(TEXT1))}
     assert frac(r["pii.precision", "exact/PERSON"]) == (0, 2) and r["pii.recall", "exact"].detail["scrubber"] == name
     # an output carrying its own pii spans is audited as is (prefer_precomputed)
-    r = {(s.metric, s.label): s for s in aud.audit(truth(TEXT1, GOLD1), parsed(TEXT1, GOLD1))}
+    r = {(s.metric, s.label): s for s in audit_document(aud, truth(TEXT1, GOLD1), parsed(TEXT1, GOLD1))}
     assert r["pii.recall", "exact"].value == 1.0 and r["pii.recall", "exact"].detail["scrubber"] == "precomputed"
     # a detector crash on one document gives error rows for that document only
     aud = PiiAuditor(scrubber=f"{__name__}:FailingDetector", negative_documents="no_spans")
-    res = aud.audit_corpus([CorpusItem("ok", "c", truth("fine", []), parsed("fine")),
+    res = audit_corpus(aud, [CorpusItem("ok", "c", truth("fine", []), parsed("fine")),
                             CorpusItem("bad", "c", truth("boom", []), parsed("boom"))])
     by = {d: {s.state for dd, s in res.doc_scores if dd == d} for d in ("ok", "bad")}
     assert by["bad"] == {State.ERROR} and State.ERROR not in by["ok"]
     # a missing spaCy model: error rows whose reason names the set-up script
-    res = PiiAuditor(spacy_model="xx_no_such_pipeline_sm").audit(truth(TEXT1, GOLD1), parsed(TEXT1))
+    res = audit_document(PiiAuditor(spacy_model="xx_no_such_pipeline_sm"), truth(TEXT1, GOLD1), parsed(TEXT1))
     assert {s.state for s in res} == {State.ERROR}
     assert "bash scripts/setup.sh" in res[0].detail["reason"]
 

@@ -27,6 +27,7 @@ import requests  # noqa: F401  imported at collection: urllib3's import-time IPv
 from typer.testing import CliRunner
 
 from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.steps import audit_corpus, audit_document
 from ingestaudit.auditors.pii import RESERVED_TYPES, PiiAuditor
 from ingestaudit.cli import app
 from ingestaudit.measurement import State
@@ -63,7 +64,7 @@ def test_reserved_type_names_agree():
 
 
 def test_declared_types_set_unlabelled_predictions_apart():
-    result = PiiAuditor(scrubber="precomputed").audit_corpus(
+    result = audit_corpus(PiiAuditor(scrubber="precomputed"),
         [item("c/a", A, GOLD_A, PRED_A, LABELLED), item("c/b", B, GOLD_B, PRED_B, LABELLED)])
     r = doc_rows(result)
     assert terms(r["c/a", "pii.precision", "exact"]) == (2, 2) and terms(r["c/b", "pii.precision", "exact"]) == (1, 1)
@@ -84,7 +85,7 @@ def test_declared_types_set_unlabelled_predictions_apart():
 
 
 def test_without_pii_types_every_type_is_judged_as_before():
-    result = PiiAuditor(scrubber="precomputed").audit_corpus(
+    result = audit_corpus(PiiAuditor(scrubber="precomputed"),
         [item("c/a", A, GOLD_A, PRED_A), item("c/b", B, GOLD_B, PRED_B)])
     r = doc_rows(result)
     assert terms(r["c/a", "pii.precision", "exact"]) == (2, 5) and terms(r["c/b", "pii.precision", "exact"]) == (1, 2)
@@ -98,7 +99,7 @@ def test_without_pii_types_every_type_is_judged_as_before():
 
 
 def test_corpus_types_option_takes_the_gold_types_of_the_corpus():
-    result = PiiAuditor(scrubber="precomputed", without_pii_types="corpus_types").audit_corpus(
+    result = audit_corpus(PiiAuditor(scrubber="precomputed", without_pii_types="corpus_types"),
         [item("c/a", A, GOLD_A, PRED_A), item("c/b", B, GOLD_B, PRED_B)])
     r = doc_rows(result)  # gold types of the corpus: PERSON, EMAIL_ADDRESS -> the same numbers as declaring them
     assert terms(r["c/a", "pii.precision", "exact"]) == (2, 2) and terms(r["c/a", UNLABELLED, "*"]) == (3, 5)
@@ -111,24 +112,24 @@ def test_corpus_types_option_takes_the_gold_types_of_the_corpus():
 def test_a_negative_document_declaring_its_types_has_no_false_positive_of_another_type():
     text = "Meeting notes for Monday"  # 4 tokens; DATE_TIME "Monday" [18, 24)
     neg = item("c/n", text, [], [(18, 24, "DATE_TIME")], ["PERSON"])
-    r = doc_rows(PiiAuditor(scrubber="precomputed").audit_corpus([neg]))
+    r = doc_rows(audit_corpus(PiiAuditor(scrubber="precomputed"), [neg]))
     assert terms(r["c/n", "pii.fp_per_1k_tokens", "*"]) == (0, 4 / 1000)
     assert terms(r["c/n", UNLABELLED, "DATE_TIME"]) == (1, 1)
-    same = doc_rows(PiiAuditor(scrubber="precomputed").audit_corpus([item("c/n", text, [], [(18, 24, "DATE_TIME")])]))
+    same = doc_rows(audit_corpus(PiiAuditor(scrubber="precomputed"), [item("c/n", text, [], [(18, 24, "DATE_TIME")])]))
     assert terms(same["c/n", "pii.fp_per_1k_tokens", "*"]) == (1, 4 / 1000)  # 250 per 1,000 tokens, as before
 
 
 def test_a_declared_type_counts_under_its_label_map_target():
     text = "Ana moved to Lisbon."  # GPE "Lisbon" [13, 19); the detector says LOCATION
     gold = [(13, 19, "GPE")]
-    r = doc_rows(PiiAuditor(scrubber="precomputed", label_map="GPE=LOCATION").audit_corpus(
+    r = doc_rows(audit_corpus(PiiAuditor(scrubber="precomputed", label_map="GPE=LOCATION"),
         [item("c/l", text, gold, [(13, 19, "LOCATION"), (0, 3, "PERSON")], ["GPE"])]))
     assert terms(r["c/l", "pii.precision", "exact"]) == (1, 1)  # LOCATION judged, PERSON set apart
     assert terms(r["c/l", UNLABELLED, "PERSON"]) == (1, 2)
 
 
 def test_nothing_predicted_with_declared_types_is_no_prediction():
-    r = doc_rows(PiiAuditor(scrubber="precomputed").audit_corpus(
+    r = doc_rows(audit_corpus(PiiAuditor(scrubber="precomputed"),
         [item("c/a", A, GOLD_A, [], LABELLED), item("c/b", B, GOLD_B, PRED_B, LABELLED)]))
     assert r["c/a", UNLABELLED, "*"].state is State.NO_PREDICTION
     assert r["c/a", UNLABELLED, "DATE_TIME"].state is State.NO_PREDICTION  # a row per type set apart anywhere
@@ -221,13 +222,13 @@ def test_presidio_predicting_date_time_and_url_on_a_person_and_email_corpus(tmp_
         pytest.fail(f"presidio must be installed for this suite: {why}")
     got = [sorted((s.start, s.end, s.type) for s in det.detect(t)) for t in (A, B)]
     assert got == [sorted(PRED_A), sorted(PRED_B)]
-    result = PiiAuditor(scrubber="presidio").audit_corpus(
+    result = audit_corpus(PiiAuditor(scrubber="presidio"),
         [item("c/a", A, GOLD_A, None, LABELLED), item("c/b", B, GOLD_B, None, LABELLED)])
     r = doc_rows(result)
     assert terms(r["c/a", "pii.precision", "exact"]) == (2, 2) and terms(r["c/b", "pii.precision", "exact"]) == (1, 1)
     assert terms(r["c/a", "pii.recall", "exact"]) == (2, 2) and terms(r["c/b", "pii.recall", "exact"]) == (1, 1)
     assert terms(r["c/a", UNLABELLED, "URL"]) == (2, 5) and terms(r["c/b", UNLABELLED, "DATE_TIME"]) == (1, 2)
-    before = doc_rows(PiiAuditor(scrubber="presidio").audit_corpus(
+    before = doc_rows(audit_corpus(PiiAuditor(scrubber="presidio"),
         [item("c/a", A, GOLD_A, None), item("c/b", B, GOLD_B, None)]))
     assert terms(before["c/a", "pii.precision", "exact"]) == (2, 5)
     assert terms(before["c/b", "pii.precision", "exact"]) == (1, 2)

@@ -11,8 +11,8 @@ from _reportkit import Row, build
 
 from ingestaudit.report import plots
 from ingestaudit.report.render import render_html, render_markdown, render_terminal_text
-from ingestaudit.report.schema import Failure, StageDetail
-from ingestaudit.report.tables import choose_keys, headlines
+from ingestaudit.report.schema import Failure, StageDetail, SummaryRow
+from ingestaudit.report.tables import choose_keys, headline_keys, headlines
 
 OUTCOMES = ["lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter", "missed_by_ranking",
             "missed_by_ann", "retrieved"]
@@ -74,6 +74,23 @@ def test_key_metrics_per_stage():
     assert keys == {"extraction": ("extraction.cer_norm", ""), "layout": ("layout.order_located", ""),
                     "pii": ("pii.f1", ""), "chunking": ("chunking.evidence_held", ""),
                     "index": ("index.recall@5", ""), "retrieval": ("retrieval.recall@10", "")}
+
+
+def test_a_key_label_with_a_value_comes_before_a_valueless_empty_label():
+    """Regression (new-user trial): PII's ``pii.f1`` rows of unlabelled documents carry label ``""`` and no value,
+    its measured values carry the policy (``exact``): the headline showed "no value in this class" beside a measured
+    F1 of 0.6667."""
+    pairs = [("pii.f1", ""), ("pii.f1", "exact"), ("pii.f1", "exact/PERSON"), ("pii.f1", "overlap@0.5"),
+             ("extraction.cer", ""), ("extraction.cer", "x")]
+    assert choose_keys(pairs, valued={("pii.f1", "exact"), ("pii.f1", "token"), ("extraction.cer", ""),
+                                      ("extraction.cer", "x")}) == {"extraction": ("extraction.cer", ""),
+                                                                     "pii": ("pii.f1", "exact")}
+    assert choose_keys(pairs, valued=set())["pii"] == ("pii.f1", "")  # nothing measured: the states of ""
+    rows = [SummaryRow(pipeline="p", doc_class="__all__", stage="pii", metric="pii.f1", label=label, n_docs=n,
+                       micro=micro, macro=micro, ci_low=None, ci_high=None, ci_method="bootstrap",
+                       states={"ok": n, "no_reference": 3 - n})
+            for label, micro, n in (("", None, 0), ("exact", 2 / 3, 1), ("token", 0.5, 1))]
+    assert headline_keys(rows) == {"pii": ("pii.f1", "exact")}
 
 
 def test_the_best_pipeline_is_marked_only_where_significant(report):

@@ -3,7 +3,8 @@
 A chunker is registered under the entry-point group ``ingestaudit.chunkers`` (name -> ``module:Class``), or given as
 ``"module:Class"``; ingestaudit's own chunkers are listed in `ingestaudit.stages.chunkers.registry.BUILTIN`.
 Construction is cheap and validates the options (a bad value raises ``ValueError``); heavy libraries are imported in
-`Chunker.chunk`.
+`Chunker.chunk`. A chunker that fails raises `ChunkerError` (or `ChunkerUnavailable`), of the family
+`ingestaudit.errors.ChunkingError` under the package's one root `ingestaudit.errors.IngestAuditError`.
 
 Pointer convention (DESIGN.md, "Pipelines and the stage chain"; issue 9): every chunk carries ``start``/``end``,
 code-point offsets ``[start, end)`` into `ChunkerInput.text` (end exclusive), such that
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from ingestaudit.errors import ChunkingError
 from ingestaudit.model import Block, Chunk, ParsedDocument
 from ingestaudit.plugins import PluginUnavailable
 
@@ -29,7 +31,7 @@ UNITS = ("chars", "tokens")
 pipeline embedder's tokenizer, special tokens excluded (`TokenCounter.count_tokens`)."""
 
 
-class ChunkerError(Exception):
+class ChunkerError(ChunkingError):
     """A chunker failed on one input; the runner turns it into ``error`` rows for that document and pipeline."""
 
 

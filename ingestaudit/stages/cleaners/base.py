@@ -2,7 +2,9 @@
 
 A cleaner is registered under the entry-point group ``ingestaudit.cleaners`` (name -> ``module:Class``), or given as
 ``"module:Class"``; ingestaudit's own cleaners are listed in `ingestaudit.stages.cleaners.registry.BUILTIN`.
-Construction is cheap; heavy libraries are imported in `Cleaner.clean`.
+Construction is cheap; heavy libraries are imported in `Cleaner.clean`. A cleaner that fails raises `CleanerError`
+(or `UnsupportedInput`, `CleanerUnavailable`), of the family `ingestaudit.errors.CleaningError` under the package's
+one root `ingestaudit.errors.IngestAuditError`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ingestaudit.errors import CleaningError
 from ingestaudit.model import Block, ParsedDocument
 from ingestaudit.plugins import PluginUnavailable
 
@@ -26,7 +29,7 @@ PARSED_PAGE_SEPARATOR = "\n\n"
 """How a paged cleaner joins the pages of a `ParsedDocument` in its output (the parsers' usual convention)."""
 
 
-class CleanerError(Exception):
+class CleanerError(CleaningError):
     """A cleaner failed on one input; the auditor turns it into ``error`` rows for that cleaner and goes on."""
 
 

