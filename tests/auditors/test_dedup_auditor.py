@@ -678,3 +678,16 @@ def test_a_corpus_toml_may_not_name_a_dedup_detector_by_module_path(tmp_path):
     msg = str(err.value)
     assert f"{path}: pipelines.p.dedup.use:" in msg and f"{path}: pipelines.q.dedup.detector:" in msg
     assert load_config(path, trusted=True).pipelines["p"]["dedup"] == {"use": "a.b:Dedup"}
+
+
+def test_validate_names_a_pipelines_bad_dedup_option(tmp_path):
+    """``validate`` builds each pipeline's dedup step: threshold 1.0 (MinHashLSH refuses it; exact duplicates go by
+    hash) is exit 2 naming the pipeline and the step; a good pipeline beside it is not named. (A bad
+    ``[auditor_options.dedup]`` default is refused by the auditor itself, `test_bad_options_are_refused`.)"""
+    toml = ('[pipelines.bad]\nparser = "reference"\ndedup = { use = "minhash", threshold = 1.0 }\n'
+            '[pipelines.good]\nparser = "reference"\ndedup = { use = "minhash", threshold = 0.9 }\n')
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, toml)
+    res = CliRunner().invoke(app, ["validate", str(root)])
+    assert res.exit_code == 2
+    assert "[pipelines.bad] dedup:" in res.output and "threshold" in res.output
+    assert "[pipelines.good]" not in res.output
