@@ -647,6 +647,7 @@ def stages() -> None:
     from ingestaudit.pipeline import DEFAULTS
     from ingestaudit.stages.chunkers.registry import chunker_names
     from ingestaudit.stages.cleaners.registry import cleaner_names
+    from ingestaudit.stages.dedup_step import detector_names
     from ingestaudit.stages.embedders.registry import embedder_names
     from ingestaudit.stages.retrievers import retriever_names
 
@@ -663,7 +664,8 @@ def stages() -> None:
     from ingestaudit.stages.language import detector_names as language_detectors
     from ingestaudit.stages.pii import detector_names as pii_detectors
 
-    for step, names in (("language", language_detectors()), ("pii", [*pii_detectors(), "precomputed", "redacted"])):
+    for step, names in (("language", language_detectors()), ("pii", [*pii_detectors(), "precomputed", "redacted"]),
+                        ("dedup", detector_names())):
         typer.echo(f"{step} (step, runs when its stage does; default {DETECTION_DEFAULTS[step]}): " + ", ".join(names))
 
 

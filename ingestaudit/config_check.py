@@ -153,13 +153,15 @@ def implementation_problems(pipelines: Sequence[Pipeline]) -> list[str]:
 
 
 def step_problems(cfg: Config, pipelines: Sequence[Pipeline]) -> list[str]:
-    """One message per pipeline whose own ``language`` or ``pii`` table (`ingestaudit.steps`) does not build, with
-    ``[auditor_options.<stage>]``'s step options as its defaults (a bad auditor table is `_stage_problems`')."""
+    """One message per pipeline whose own ``language``, ``pii`` (`ingestaudit.steps`) or ``dedup``
+    (`ingestaudit.corpus_steps`) table does not build, with ``[auditor_options.<stage>]``'s step options as its
+    defaults (a bad auditor table is `_stage_problems`')."""
+    from ingestaudit import corpus_steps
     from ingestaudit.auditors.registry import load_auditor
     from ingestaudit.steps import STEP_OF_STAGE, check_step
 
     problems = []
-    for stage, step in STEP_OF_STAGE.items():
+    for stage, step in {**STEP_OF_STAGE, **corpus_steps.STEP_OF_STAGE}.items():
         named = [p for p in pipelines if p.step(step) is not None]
         if not named:
             continue
@@ -169,9 +171,13 @@ def step_problems(cfg: Config, pipelines: Sequence[Pipeline]) -> list[str]:
             continue
         for p in named:
             try:
-                check_step(p, step, defaults)
+                if stage in corpus_steps.STEP_OF_STAGE:
+                    corpus_steps.build_step(stage, p.step(step), defaults)
+                else:
+                    check_step(p, step, defaults)
             except ValueError as exc:
-                problems.append(str(exc))
+                problems.append(str(exc) if stage not in corpus_steps.STEP_OF_STAGE
+                                else f"[pipelines.{p.name}] {step}: {exc}")
     return problems
 
 

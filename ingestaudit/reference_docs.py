@@ -362,7 +362,13 @@ def config_page() -> str:
             "then the options of `[auditor_options.<stage>]` that configure the detector (marked *step default* "
             "below: they apply to every pipeline), then the pipeline's own table and `--sweep <step>.<option>=...`, "
             "option by option (`use` replaces the auditor's `detector` or `scrubber`). The metric's options stay auditor options. "
-            "`report.json`'s `pipelines[].stages` lists each step's implementation, version and settings.", ""]
+            "`report.json`'s `pipelines[].stages` lists each step's implementation, version and settings.", "",
+            "`dedup = { use = \"minhash\", threshold = 0.8, num_perm = 128 }` is the near-duplicate step the "
+            "`dedup` stage audits (`use`: `minhash`, a registered detector or `module:Class`): per document in the "
+            "workers (MinHash signatures), then once per pipeline (LSH clustering, and the `sweep_*` grid when "
+            "asked); its options are the *step default* keys of `[auditor_options.dedup]` below, so a "
+            "configuration written before the step existed audits the same detector, and two pipelines with two "
+            "thresholds (or `--sweep dedup.threshold=0.7,0.9`) are two report columns of one run.", ""]
     out += ["## [parser_options.&lt;parser&gt;]", "",
             "Keyword options of a parser, by parser name. The built-in parsers (`ingestaudit parsers` lists every "
             "installed one):", ""]

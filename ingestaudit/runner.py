@@ -32,6 +32,7 @@ from ingestaudit.auditors.base import (ArtefactItem, Auditor, ChainAuditor, Corp
 from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, run_chain
 from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
 from ingestaudit.config import Config, table_limit_problem
+from ingestaudit.corpus_steps import with_step
 from ingestaudit.executors.base import TaskTimeout, raised_message
 from ingestaudit.corpus import Corpus
 from ingestaudit.document import Document
@@ -331,6 +332,7 @@ def _artefacts(task: Task, auditors: list[Auditor], parsed: ParsedDocument | Non
     out: dict[str, tuple[Any, str]] = {}
     for a in auditors:
         if isinstance(a, CorpusAuditor):
+            a = with_step(a, task.pipeline)  # an auditor that reads a corpus-level step (dedup) with the pipeline's
             given, step_msg = parsed, ""
             if a.step:  # the auditor reads its step's artefact, never the parsed document
                 given, step_msg = _step_output(task, a, parsed, context.get(a.stage, ()))
@@ -713,7 +715,7 @@ class _Collector:
                 else:
                     state, reason = res.parse_state, res.parse_reason
                 if state is State.OK:
-                    art = auditor.stow(art, self.work / "stages" / f"{stage}-{p}")
+                    art = with_step(auditor, self.pipelines[p]).stow(art, self.work / "stages" / f"{stage}-{p}")
                 self.artefacts.setdefault((stage, p), []).append(
                     (d, ArtefactItem(doc_id, task.doc_class, art, state, reason)))
             if res.chunks is not None:
@@ -747,8 +749,8 @@ def _corpus_stages(collector: _Collector, pipelines: list[Pipeline], stage_args:
             continue
         for p, pipe in enumerate(pipelines):
             items = collector.corpus_items(stage, p)
-            try:
-                result = auditor.audit_artefacts(items, contexts.get(stage, ()))
+            try:  # an auditor that reads a step (dedup): the pipeline's step runs here, once per pipeline
+                result = with_step(auditor, pipe).audit_artefacts(items, contexts.get(stage, ()))
             except Exception as exc:  # one stage failing never stops the report
                 msg = f"{type(exc).__name__}: {exc}"
                 failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
@@ -869,8 +871,17 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
             choice = pipe.stage(name)
             stages[name] = _stage_info(name, choice, config.run.cache_dir)
         stages.update(_user_sources(pipe, config, stages))
+    if "dedup" in config.run.stages:
+        stages["dedup"] = _dedup_info(pipe, config)
     return PipelineInfo(name=pipe.name, kind="precomputed" if pipe.precomputed_root else "configured",
                         stages=stages, routes=routes)
+
+
+def _dedup_info(pipe: Pipeline, config: Config) -> StageInfo:
+    """The pipeline's dedup step as the report names it: detector, version (datasketch's) and settings."""
+    auditor = _auditor("dedup", tuple(sorted((config.auditor_options.get("dedup") or {}).items())))
+    step = with_step(auditor, pipe).corpus_step
+    return StageInfo(implementation=step.detector, version=step.version(), settings=step.settings())
 
 
 def _step_infos(pipe: Pipeline, config: Config) -> dict[str, StageInfo]:
@@ -951,6 +962,22 @@ def _package_version(name: str) -> str:
         return version(name)
     except PackageNotFoundError:
         return "not installed"
+
+
+def _check_corpus_steps(pipelines: list[Pipeline], stages: list[str], opts: dict[str, dict[str, Any]]) -> None:
+    """Build every pipeline's step of the selected stages whose auditor reads one (dedup), before any document is
+    read.
+
+    Raises:
+        ValueError: a step that cannot be built, naming the pipeline (an unknown detector, a bad option).
+    """
+    for stage in stages:
+        auditor = _auditor(stage, tuple(sorted((opts.get(stage) or {}).items())))
+        for pipe in pipelines:
+            try:
+                with_step(auditor, pipe)
+            except ValueError as exc:
+                raise ValueError(f"[pipelines.{pipe.name}] {stage}: {exc}") from None
 
 
 def _check_embedders(pipelines: list[Pipeline], cache_dir: str | None) -> None:
@@ -1096,6 +1123,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     if any(s in CHAIN_STAGES for s in stages):
         _check_embedders(pipelines, config.run.cache_dir)
     _check_steps(pipelines, stages, opts)
+    _check_corpus_steps(pipelines, stages, opts)
     stage_args = tuple((s, tuple(sorted((opts.get(s) or {}).items()))) for s in stages)
     context = tuple((s, contexts.get(s, ())) for s, _ in stage_args if s in contexts)
     evidence = _evidence_by_doc(questions)
@@ -1258,4 +1286,6 @@ def _candidate_auditors(requested: list[str], options: dict[str, dict[str, Any]]
 def _default_stages(p: Pipeline) -> tuple:
     from ingestaudit.pipeline import make_pipeline
 
-    return make_pipeline(p.name, {"parser": p.stage("parser").use}).stages
+    # the dedup step is not part of the chain: a pipeline that differs only in it does not turn the chain on
+    return tuple((s, p.stage("dedup") if s == "dedup" else c)
+                 for s, c in make_pipeline(p.name, {"parser": p.stage("parser").use}).stages)

@@ -12,6 +12,9 @@ from typer.testing import CliRunner
 from _rows import load_report, measurements
 from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusItem
 from ingestaudit.auditors.dedup import DedupAuditor
+from ingestaudit.corpus_steps import StepAudit, with_step
+from ingestaudit.pipeline import make_pipeline
+from ingestaudit.stages.dedup_step import DedupStep
 from ingestaudit.auditors.language import LanguageAuditor
 from ingestaudit.stages.language_step import LanguageStep
 from ingestaudit.stages.pii_step import PiiStep
@@ -69,7 +72,7 @@ def test_no_corpus_level_auditor_receives_a_parsed_document(tmp_path, monkeypatc
         raise AssertionError("a run called audit_corpus (parsed documents) instead of audit_artefacts")
 
     monkeypatch.setattr(CorpusAuditor, "audit_corpus", refuse)
-    for cls in (DedupAuditor, LanguageAuditor, PiiAuditor):
+    for cls in (StepAudit, LanguageAuditor, PiiAuditor):  # dedup: its auditor with the pipeline's dedup step
         real = cls.audit_artefacts
 
         def spy(self, items, context=(), _real=real):
@@ -96,7 +99,7 @@ def test_artefacts_pickle_small_and_carry_no_text_for_the_built_in_detectors():
 
     parsed = ParsedDocument(text=TEXT * 20, extras={"pii": [{"start": 0, "end": 11, "type": "PERSON"}]})
     truth = Truth(text=TEXT * 20, language="en", dup_group="g", pii=(), pii_labelled=True)
-    dedup = DedupAuditor().artefact(truth, parsed, ())
+    dedup = DedupStep().document(parsed)  # the dedup step's part; the auditor's is the gold group only
     assert dedup.text is None and dedup.sketch is not None and len(dedup.sketch.signatures[128]) == 128
     detection = LanguageStep(mixed=False).run(ParsedDocument(text=TEXT, extras={"language": "en"}), truth.text, ("en",))
     lang = LanguageAuditor().artefact(truth, detection, ("en",))
@@ -115,12 +118,12 @@ def test_a_run_equals_audit_corpus_on_the_parsed_documents():
     texts = [TEXT, TEXT.replace("Monday", "Friday"), TEXT[::-1], "too short"]
     items = [CorpusItem(f"c/d{i}", "c", Truth(dup_group="g" if i < 2 else None), ParsedDocument(text=t))
              for i, t in enumerate(texts)]
-    auditor = DedupAuditor()
+    auditor = with_step(DedupAuditor(), make_pipeline("p"))
     direct = auditor.audit_corpus(items)
     with tempfile.TemporaryDirectory() as folder:
         arts = [ArtefactItem(i.doc_id, i.doc_class, auditor.stow(auditor.artefact(i.truth, i.parsed, ()), folder))
                 for i in items]
-        assert all(a.artefact.shingles is None and a.artefact.shingle_ref for a in arts)
+        assert all(a.artefact[1].shingles is None and a.artefact[1].shingle_ref for a in arts)
         split = auditor.audit_artefacts(arts, ())
     assert split.doc_scores == direct.doc_scores and split.corpus_scores == direct.corpus_scores
     assert split.details == direct.details

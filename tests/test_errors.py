@@ -50,7 +50,7 @@ FAMILIES = [("ingestaudit.corpus", "CorpusError"), ("ingestaudit.inputs", "Input
             ("ingestaudit.pipeline", "PipelineError"), ("ingestaudit.executors.base", "ExecutorError"),
             ("ingestaudit.trec", "TrecError"), ("ingestaudit.store", "StoreWriteError"),
             ("ingestaudit.auditors.registry", "UnknownStage"), ("ingestaudit.stages.pii", "PiiDetectorError"),
-            ("ingestaudit.stages.language", "DetectorError"), ("ingestaudit.auditors.dedup", "DetectorError"),
+            ("ingestaudit.stages.language", "DetectorError"), ("ingestaudit.stages.dedup_step", "DetectorError"),
             ("ingestaudit.cli", "UsageError")]
 
 # the builtin bases each class had before the root (callers catch them): kept
@@ -68,8 +68,8 @@ BUILTIN_BASES = [("ingestaudit.trec", "TrecError", ValueError), ("ingestaudit.ch
                  ("ingestaudit.stages.index", "IndexInputError", ValueError),
                  ("ingestaudit.auditors.index", "UserIndexError", ValueError),
                  ("ingestaudit.auditors.registry", "UnknownStage", ValueError),
-                 ("ingestaudit.auditors.dedup", "UnknownDetector", ValueError),
-                 ("ingestaudit.auditors.dedup", "DetectorUnavailable", ValueError),
+                 ("ingestaudit.stages.dedup_step", "UnknownDetector", ValueError),
+                 ("ingestaudit.stages.dedup_step", "DetectorUnavailable", ValueError),
                  ("ingestaudit.executors.base", "ExecutorError", ValueError),
                  ("ingestaudit.pipeline", "PipelineError", ValueError),
                  ("ingestaudit.reference_docs", "MissingDescription", ValueError),

@@ -11,13 +11,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ingestaudit"
 
-# issue 24 point 2: these auditors still run their stage's default implementation (a cleaner, the deduplicator)
-# instead of reading what a pipeline step produced. Each leaves this list when its step moves into the pipeline; the
+# issue 24 point 2: these auditors still run their stage's default implementation (a cleaner) instead of reading what
+# a pipeline step produced. Each leaves this list when its step moves into the pipeline; the
 # test fails when the list and the code disagree.
 AUDITORS_STILL_LOADING_STEPS = {
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.base"),
     ("ingestaudit.auditors.boilerplate", "ingestaudit.stages.cleaners.registry"),
-    ("ingestaudit.auditors.dedup", "ingestaudit.stages.dedup"),
 }
 
 

@@ -133,7 +133,7 @@ def test_default_discovery_reads_importlib_metadata_at_call_time(monkeypatch):
 
 
 def test_every_plug_point_error_is_in_the_one_hierarchy():
-    from ingestaudit.auditors import dedup
+    from ingestaudit.stages import dedup_step as dedup
     from ingestaudit.parsers.base import ParserError, ParserUnavailable
     from ingestaudit.parsers.registry import UnknownParser
     from ingestaudit.stages import language, pii

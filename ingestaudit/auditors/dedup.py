@@ -1,18 +1,23 @@
 """Near-duplicate detection auditor (stage ``dedup``): false-merge and missed-merge rates against labelled groups.
 
-Runs at corpus level, once per parser, on each parser's extracted text (end to end) or, with ``--parser reference``,
-on the reference text (component level). Gold: the truth's ``dup_group``; documents sharing a value are duplicates,
-a document without one is unique. The stage applies when some document has a ``dup_group``.
+Runs at corpus level, once per pipeline, on what the pipeline's **dedup step** (`ingestaudit.stages.dedup_step`)
+made of each pipeline's extracted text (end to end) or, with ``--parser reference``, of the reference text (component
+level). The auditor only reads the step's output (clusters, exclusions, candidate pairs, the shingle hashes of each
+document, the sweep grid): it never runs a detector. Gold: the truth's ``dup_group``; documents sharing a value are
+duplicates, a document without one is unique. The stage applies when some document has a ``dup_group``.
 
-Which detector is audited, per parser (first that applies):
+The step is configured per pipeline (``[pipelines.x] dedup = { use = "minhash", threshold = 0.8, ... }``, or
+``--sweep dedup.threshold=0.7,0.9``); the step options given in ``[auditor_options.dedup]`` are every pipeline's
+defaults (`ingestaudit.dedup_settings.step_options`). Which detector clusters, per pipeline (first that applies):
 
 1. **precomputed clusters**: when some parsed document carries ``extras["dup_cluster"]`` (a precomputed output with
    a ``dup_cluster`` key) and ``use_precomputed`` is on, those cluster ids are audited and nothing runs. Cluster
    ids are compared as strings; a document whose output has no ``dup_cluster`` is in no cluster (unique);
-2. a **user detector** (``detector = "NAME"``): a `DedupDetector` registered under the entry-point group
-   ``ingestaudit.dedup_detectors`` (or given as ``"module:Class"``), built with ``detector_options``;
-3. the **default detector** (``detector = "minhash"``): datasketch MinHash + MinHashLSH, connected components
-   (`ingestaudit.stages.dedup.deduplicate`), every `DedupConfig` field being an option of this auditor.
+2. a **user detector** (``use = "NAME"``, or ``detector = "NAME"``): a ``DedupDetector`` registered under the
+   entry-point group ``ingestaudit.dedup_detectors`` (or given as ``"module:Class"``), built with
+   ``detector_options``;
+3. the **default detector** (``minhash``): datasketch MinHash + MinHashLSH, connected components
+   (`ingestaudit.stages.dedup.deduplicate`), every `DedupConfig` field being an option of the step.
 
 Only documents that reached the stage count (DESIGN.md, "Five states"): a document the parser produced nothing for
 is left out of every corpus-level rate (its gold pairs are not missed merges, it is never removed), its
@@ -47,10 +52,9 @@ both):
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -58,16 +62,14 @@ from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
 from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import parse_state as _parse_state
 from ingestaudit.auditors.reach import unreached_counts, unreached_rows
-from ingestaudit.errors import IngestAuditError
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import dedup as dm
 from ingestaudit.metrics.dedup import Rate
 from ingestaudit.metrics.intervals import wilson
-from ingestaudit.metrics.lsh import candidate_rate_by_bucket, lsh_params
+from ingestaudit.metrics.lsh import candidate_rate_by_bucket
+from ingestaudit.dedup_settings import BUILTIN_DETECTOR, DedupConfig, detector_settings, list_option, sweep_grid
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.plugins import PluginUnavailable, UnknownPlugin, instantiate, plugin_class, plugin_names
 from ingestaudit.model import ParsedDocument
-from ingestaudit.stages.dedup import DedupConfig, DedupResult, DocSketch, deduplicate_sketches, sketch, sorted_jaccard
 from ingestaudit.truth import Truth
 
 ALL = "__all__"
@@ -130,113 +132,14 @@ MAX_LISTED = 200
 """At most this many clusters, excluded documents or documents without output are listed in a detail."""
 DEFAULT_EDGES = tuple(i / 10 for i in range(11))
 """Default exact-Jaccard bucket edges of the S-curve detail: [0, 0.1), ..., [0.9, 1.0]."""
-CURVE_POINTS = tuple(i / 10 for i in range(1, 11))
-"""Jaccard values at which the theoretical candidate probability is printed in the ``lsh`` detail."""
-DETECTOR_GROUP = "ingestaudit.dedup_detectors"
-"""Entry-point group of user near-duplicate detectors (name -> ``module:Class`` of a `DedupDetector`)."""
-BUILTIN_DETECTOR = "minhash"
 DOCUMENTS_COUNTED = ("with parser output: a document the parser produced nothing for is left out of every corpus "
                      "rate and counted by its state in the row's states")
 """The ``documents`` entry of `DedupAuditor.options`: the population of the corpus-level rates."""
 
 
-# --- the detector plug point ----------------------------------------------------------------------------------------
-
-class DetectorError(IngestAuditError):
-    """Base error of near-duplicate detectors: a detector raises it (or a subclass) when it cannot cluster a corpus.
-    The auditor turns it (and any other exception from a user detector) into ``error`` rows with the message."""
-
-
-@dataclass(frozen=True)
-class DetectorOutput:
-    """What a detector returns for one corpus.
-
-    Attributes:
-        cluster_of: ``doc key -> cluster id`` (any hashable; compared as given). A key that is absent or maps to None
-            is in no cluster (unique). Keys that were not in the input are an error.
-        excluded: ``doc key -> reason`` for documents the detector deliberately kept out (empty, too short), or
-            None when the detector does not report exclusions (``dedup.excluded`` rows are then ``no_prediction``).
-        details: JSON-serialisable facts to print in the report (the detector's own parameters...).
-    """
-
-    cluster_of: Mapping[str, Hashable | None]
-    excluded: Mapping[str, str] | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-class DedupDetector(ABC):
-    """A near-duplicate detector under audit, plugged in through the entry-point group ``ingestaudit.dedup_detectors``.
-
-    The auditor builds it with the keyword arguments of ``[auditor_options.dedup] detector_options`` and calls
-    `detect` once per parser with the whole corpus.
-    """
-
-    name: ClassVar[str] = ""
-
-    def options(self) -> dict[str, Any]:
-        """Every option that changes this detector's output, JSON-serialisable (printed in the report)."""
-        return {}
-
-    @abstractmethod
-    def detect(self, docs: Sequence[tuple[str, str]]) -> DetectorOutput | Mapping[str, Hashable | None]:
-        """Cluster ``docs`` (``(key, text)`` pairs, unique keys, corpus order).
-
-        Returns:
-            a `DetectorOutput`, or a plain ``key -> cluster id`` mapping (no exclusions reported).
-
-        Raises:
-            DetectorError: the corpus cannot be clustered (message kept in the report).
-        """
-
-
-class UnknownDetector(UnknownPlugin, ValueError):
-    """`load_detector`: no detector is registered under that name (the message lists the known ones),
-    ``"module:Class"`` does not load, or the class is not a `DedupDetector`. A ``ValueError`` (not a `DetectorError`,
-    which a detector raises while clustering)."""
-
-
-class DetectorUnavailable(PluginUnavailable, ValueError):
-    """`load_detector`: an entry-point detector's module does not import (the message names the cause). A
-    ``ValueError``."""
-
-
-def detector_names() -> list[str]:
-    """``"minhash"`` and every name registered under `DETECTOR_GROUP`, sorted after it."""
-    return [BUILTIN_DETECTOR] + plugin_names(DETECTOR_GROUP)
-
-
-def load_detector(name: str, options: Mapping[str, Any] | None = None) -> DedupDetector:
-    """Instantiate the user detector ``name`` (an entry-point name of `DETECTOR_GROUP`, or ``"module:Class"``).
-
-    Raises:
-        ValueError: unknown name (the message lists the registered detectors), an import failure, a class that is
-            not a `DedupDetector` (`UnknownDetector`, `DetectorUnavailable`), or options it does not take.
-    """
-    cls = plugin_class(DETECTOR_GROUP, name, what="dedup detector", base=DedupDetector, known=detector_names,
-                       unknown=UnknownDetector, unavailable=DetectorUnavailable, unimportable=UnknownDetector)
-    return instantiate(cls, options, f"dedup detector {name!r}", section="detector_options")
-
-
-# --- helpers ---------------------------------------------------------------------------------------------------------
-
 def _rate_json(rate: Rate) -> dict[str, Any]:
     return {"value": rate.value, "numerator": rate.numerator, "denominator": rate.denominator,
             "state": rate.state.value, "reason": rate.reason}
-
-
-def _values(value: Sequence[Any] | str | None, cast: Callable[[Any], Any]) -> list[Any]:
-    """A list option given as a list or as a comma-separated string (``"64,128,256"``), each item cast.
-
-    Raises:
-        ValueError: an item that ``cast`` refuses.
-    """
-    if value is None:
-        return []
-    items = value.split(",") if isinstance(value, str) else list(value)
-    try:
-        return [cast(str(v).strip()) if isinstance(v, str) else cast(v) for v in items if str(v).strip()]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"bad list option {value!r}: {exc}") from None
 
 
 def _cell_label(num_perm: int, threshold: float) -> str:
@@ -250,72 +153,10 @@ S_CURVE_SAMPLE_PAIRS = 20_000
 
 @dataclass(frozen=True, slots=True)
 class DedupArtefact:
-    """What the dedup auditor keeps of one document x pipeline (computed in the run's worker, `DedupAuditor.artefact`).
-
-    Attributes:
-        gold: the truth's ``dup_group``.
-        has_cluster: the output carries a ``dup_cluster`` key (a precomputed output); cluster: its value as a string,
-            None when absent or null.
-        sketch: the built-in detector's input (`ingestaudit.stages.dedup.DocSketch`: sizes, digest, signatures);
-            None without output or with a user detector.
-        text: the parsed text, for a user detector only (it needs the texts: memory is then not flat in corpus size).
-        shingles: the sorted 64-bit hashes of the document's shingle set (exact Jaccard of chained pairs and of the
-            S-curve), until `DedupAuditor.stow` moves them to disk; shingle_ref: ``(file, first, count)`` there.
-        sketch_row: the row of ``sketch`` in the auditor's `ingestaudit.stages.dedup.SketchTable` of its pipeline
-            once `DedupAuditor.stow` has moved it there (``sketch`` is then None).
-    """
+    """What the dedup auditor keeps of one document x pipeline: the truth's ``dup_group`` (``gold``). What the
+    pipeline's dedup step made of the document is in the step's output (`audit_step`)."""
 
     gold: str | None
-    has_cluster: bool = False
-    cluster: str | None = None
-    sketch: DocSketch | None = None
-    text: str | None = None
-    shingles: np.ndarray | None = None
-    shingle_ref: tuple[str, int, int] | None = None
-    sketch_row: tuple[str, int] | None = None
-
-
-class _ShingleStore:
-    """The shingle hashes of a pipeline's documents, read from the artefacts (memory or disk), a few thousand
-    cached; `jaccard` is the exact Jaccard of two documents' shingle sets."""
-
-    def __init__(self, items: Sequence[ArtefactItem]) -> None:
-        self.arts = {i.doc_id: i.artefact for i in items}
-        self._fds: dict[str, int] = {}
-        self._cache: dict[str, np.ndarray] = {}
-
-    def __call__(self, key: str) -> np.ndarray:
-        got = self._cache.get(key)
-        if got is not None:
-            return got
-        art = self.arts[key]
-        if art.shingles is not None:
-            got = art.shingles
-        elif art.shingle_ref is not None:
-            import os
-
-            path, first, count = art.shingle_ref
-            fd = self._fds.get(path)
-            if fd is None:
-                fd = self._fds[path] = os.open(path, os.O_RDONLY)
-            got = np.frombuffer(os.pread(fd, count * 8, first * 8), dtype=np.uint64)
-        else:
-            got = np.zeros(0, dtype=np.uint64)
-        if len(self._cache) >= 4096:
-            self._cache.clear()
-        self._cache[key] = got
-        return got
-
-    def jaccard(self, a: str, b: str) -> float | None:
-        """Exact Jaccard of two documents' shingle sets (None when both are empty)."""
-        return sorted_jaccard(self(a), self(b))
-
-    def close(self) -> None:
-        import os
-
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
 
 
 def pairwise_jaccard(sets: Sequence[frozenset], max_pairs: int) -> np.ndarray | None:
@@ -379,56 +220,52 @@ def pairwise_jaccard_sorted(sets: Sequence[np.ndarray], max_pairs: int) -> np.nd
     return _condensed_jaccard(x, sizes)
 
 
-def _representatives(result: DedupResult) -> list[str]:
+def _representatives(result: Any) -> list[str]:
     """Keys that went into the LSH index: not excluded, and first of their exact-duplicate group."""
     out_of_index = {e.key for e in result.excluded}
     out_of_index.update(k for g in result.exact_groups for k in g[1:])
     return [k for k in result.keys if k not in out_of_index]
 
 
-@dataclass
-class _Prediction:
-    """One detector's output over the corpus, in the form the metrics need."""
-
-    kind: str  # "minhash", "precomputed", "detector:<name>"
-    cluster_of: dict[str, Hashable | None]
-    excluded: dict[str, dict[str, Any]] | None  # key -> {"reason", ...}; None: not reported
-    details: dict[str, Any]
-    result: DedupResult | None = None
-
-
 # --- the auditor -----------------------------------------------------------------------------------------------------
 
 class DedupAuditor(CorpusAuditor):
-    """Audits a near-duplicate detector against ``dup_group`` labels at corpus level (see the module docstring).
+    """Audits a pipeline's dedup step against ``dup_group`` labels at corpus level (see the module docstring): it
+    reads the step's output (`audit_step`), never runs a detector.
+
+    The options marked *step default* are the dedup step's (`ingestaudit.stages.dedup_step.DedupStep`): given
+    here, they are the defaults of every pipeline's ``dedup`` step, which a pipeline's ``dedup`` table overrides key
+    by key (its ``use`` is the ``detector``).
 
     Args:
-        detector: ``"minhash"`` (default: `ingestaudit.stages.dedup`), an entry-point name of `DETECTOR_GROUP`, or
-            ``"module:Class"`` of a `DedupDetector`.
-        detector_options: keyword arguments of a user detector.
-        use_precomputed: audit ``dup_cluster`` ids found in precomputed outputs instead of running a detector.
-        sweep_num_perm, sweep_thresholds: the sweep grid, as lists or comma-separated strings (``"0.5,0.8"``);
-            either alone sweeps that axis at the other's configured value. Each setting builds its own MinHashLSH
-            index over signatures computed once per ``num_perm`` (`ingestaudit.stages.dedup.deduplicate_grid`).
+        detector: *step default*: ``"minhash"`` (default: `ingestaudit.stages.dedup`), an entry-point name of the
+            group ``ingestaudit.dedup_detectors``, or ``"module:Class"`` of a ``DedupDetector``.
+        detector_options: *step default*: keyword arguments of a user detector.
+        use_precomputed: *step default*: cluster by the ``dup_cluster`` ids found in precomputed outputs instead
+            of running a detector.
+        sweep_num_perm, sweep_thresholds: *step default*: the sweep grid, as lists or comma-separated strings
+            (``"0.5,0.8"``); either alone sweeps that axis at the other's configured value. Each setting builds its
+            own MinHashLSH index over signatures computed once per ``num_perm``; the step computes the grid, the
+            auditor scores it.
+        workers: *step default*: kept so that configurations stay valid; shingling and hashing run in the run's
+            workers (one document per task), so it has no effect.
         missed_merge_budget: the largest missed-merge rate a sweep setting may have to be "best", in [0, 1].
         jaccard_edges: bucket edges of the S-curve detail (increasing, within [0, 1]; a list or a
             comma-separated string).
         max_exact_pairs: budget on document pairs for exact Jaccard: chained pairs above it are ``skipped`` with
             the reason; an S-curve over more pairs is estimated from a sample (``s_curve_sample_pairs``).
-        s_curve_sample_pairs: pairs sampled (numpy ``default_rng(seed)``, the config's MinHash ``seed``) for an
+        s_curve_sample_pairs: pairs sampled (numpy ``default_rng(seed)``, the step's MinHash ``seed``) for an
             S-curve over more than ``max_exact_pairs`` pairs; every candidate pair and every pair of one gold
             group is measured exactly, the other pairs are estimated from the sample (details say how). It changes
             a detail, never a metric value.
-        workers: kept so that configurations stay valid; shingling and hashing run in the run's workers (one
-            document per task), so it has no effect.
-        **dedup_options: `DedupConfig` fields (shingling, k, normalization, num_perm, threshold, weights, seed,
-            scheme, verify, min_shingles, short_docs). They also define the exact Jaccard of chained pairs and of
-            the S-curve for every detector.
+        **dedup_options: *step default*: `DedupConfig` fields (shingling, k, normalization, num_perm, threshold,
+            weights, seed, scheme, verify, min_shingles, short_docs). The step's also define
+            the exact Jaccard of chained pairs and of the S-curve for every detector.
 
     Raises:
         TypeError: an unknown option (the registry reports it as a bad ``[auditor_options.dedup]`` key).
-        ValueError: a bad value (an unknown detector, a threshold datasketch refuses in the grid, a budget outside
-            [0, 1]...).
+        ValueError: a bad value (a threshold datasketch refuses in the grid, a budget outside [0, 1]...); an
+            unknown detector is refused when the run builds its pipelines' steps, before any document is read.
     """
 
     stage = "dedup"
@@ -440,191 +277,56 @@ class DedupAuditor(CorpusAuditor):
                  sweep_thresholds: Sequence[float] | str | None = None, missed_merge_budget: float = 0.1,
                  jaccard_edges: Sequence[float] | str = DEFAULT_EDGES, max_exact_pairs: int = 500_000,
                  s_curve_sample_pairs: int = S_CURVE_SAMPLE_PAIRS, workers: int = 1, **dedup_options: Any):
-        self.config = DedupConfig(**dedup_options)
-        self.detector = detector
-        self.detector_options = dict(detector_options or {})
-        if detector != BUILTIN_DETECTOR:
-            load_detector(detector, self.detector_options)  # fail early, in the main process
+        given = {"detector": detector, "detector_options": detector_options, "use_precomputed": use_precomputed,
+                 "sweep_num_perm": sweep_num_perm, "sweep_thresholds": sweep_thresholds, "workers": workers,
+                 **dedup_options}
+        defaults = {"detector": BUILTIN_DETECTOR, "detector_options": None, "use_precomputed": True,
+                    "sweep_num_perm": None, "sweep_thresholds": None, "workers": 1}
+        self._step_defaults = {k: v for k, v in given.items() if k not in defaults or v != defaults[k]}
+        self.config = DedupConfig(**dedup_options)  # the defaults' detector settings, as the report prints them
+        self.sweep = sweep_grid(self.config, sweep_num_perm, sweep_thresholds)  # bad values: refused here
+        self.detector, self.detector_options = detector, dict(detector_options or {})
         self.use_precomputed = bool(use_precomputed)
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
         if not 0.0 <= missed_merge_budget <= 1.0:
             raise ValueError(f"missed_merge_budget must be in [0, 1], got {missed_merge_budget}")
         self.budget = float(missed_merge_budget)
-        edges = _values(jaccard_edges, float)
+        edges = list_option(jaccard_edges, float)
         if len(edges) < 2 or any(a >= b for a, b in zip(edges, edges[1:])) or edges[0] < 0 or edges[-1] > 1:
             raise ValueError(f"jaccard_edges must be at least two increasing values in [0, 1], got {edges}")
         self.edges = tuple(edges)
-        if max_exact_pairs < 0 or workers < 1 or s_curve_sample_pairs < 1:
-            raise ValueError("max_exact_pairs must be >= 0, s_curve_sample_pairs >= 1 and workers >= 1")
+        if max_exact_pairs < 0 or s_curve_sample_pairs < 1:
+            raise ValueError("max_exact_pairs must be >= 0 and s_curve_sample_pairs >= 1")
         self.max_exact_pairs = int(max_exact_pairs)
         self.s_curve_sample_pairs = int(s_curve_sample_pairs)
-        self.workers = int(workers)
-        self._stowed: dict[str, Any] = {}  # stow files open for appending (main process), closed before reading
-        self._tables: dict[str, Any] = {}  # folder -> SketchTable of the stowed sketches (main process)
-        self.sweep: tuple[tuple[int, ...], tuple[float, ...]] | None = None
-        if sweep_num_perm is not None or sweep_thresholds is not None:
-            perms = tuple(dict.fromkeys(_values(sweep_num_perm, int) or [self.config.num_perm]))
-            ths = tuple(dict.fromkeys(_values(sweep_thresholds, float) or [self.config.threshold]))
-            if not perms or not ths:
-                raise ValueError("sweep_num_perm and sweep_thresholds must not be empty lists")
-            for p in perms:
-                for t in ths:
-                    replace(self.config, num_perm=p, threshold=t)  # raises what MinHashLSH would refuse
-            self.sweep = (perms, ths)
 
     # -- report configuration ---------------------------------------------------------------------------------------
 
-    def _lsh(self, num_perm: int, threshold: float) -> dict[str, Any]:
-        p = lsh_params(threshold, num_perm, self.config.weights)
-        return {"num_perm": num_perm, "threshold": threshold, "b": p.b, "r": p.r,
-                "hash_values_used": p.hash_values_used, "weights": list(p.weights),
-                "false_positive_area": p.false_positive_area, "false_negative_area": p.false_negative_area,
-                "candidate_probability": [{"jaccard": j, "probability": p.candidate_probability(j)}
-                                          for j in CURVE_POINTS]}
-
     def options(self) -> dict[str, Any]:
-        """The detector, every `DedupConfig` field, the LSH bands ``b`` and rows ``r`` they imply, the sweep, and
-        ``documents``: which documents the corpus rates count."""
-        cfg = self.config
-        p = lsh_params(cfg.threshold, cfg.num_perm, cfg.weights)
-        out: dict[str, Any] = {
-            "documents": DOCUMENTS_COUNTED,
-            "detector": self.detector,
-            "detector_options": self.detector_options,
-            "use_precomputed": self.use_precomputed,
-            **cfg.options(),
-            "lsh_b": p.b, "lsh_r": p.r, "lsh_hash_values_used": p.hash_values_used,
-            "clustering": "connected components of LSH candidate pairs and exact (normalized SHA-256) groups",
-            "missed_merge_budget": self.budget,
-            "jaccard_edges": list(self.edges),
-            "max_exact_pairs": self.max_exact_pairs,
-            "s_curve_sample_pairs": self.s_curve_sample_pairs,
-        }
-        if self.sweep is not None:
-            out["sweep_num_perm"] = list(self.sweep[0])
-            out["sweep_thresholds"] = list(self.sweep[1])
-            out["sweep_lsh"] = [{"num_perm": q, "threshold": t, "b": lsh_params(t, q, cfg.weights).b,
-                                 "r": lsh_params(t, q, cfg.weights).r} for q in self.sweep[0] for t in self.sweep[1]]
-        return out
+        """``documents`` (which documents the corpus rates count), the auditor's own options and the step defaults
+        resolved: the detector, every `DedupConfig` field, the LSH bands ``b`` and rows ``r`` they imply and the
+        sweep; the same keys and values as before the dedup step existed, so the definition fingerprints of the
+        rows stay. A pipeline whose ``dedup`` table overrides them shows its own in ``pipelines[].stages.dedup``."""
+        settings = detector_settings(self.detector, self.detector_options, self.use_precomputed, self.config,
+                                     self.sweep)
+        sweep = {k: settings.pop(k) for k in ("sweep_num_perm", "sweep_thresholds", "sweep_lsh") if k in settings}
+        return {"documents": DOCUMENTS_COUNTED, **settings, "missed_merge_budget": self.budget,
+                "jaccard_edges": list(self.edges), "max_exact_pairs": self.max_exact_pairs,
+                "s_curve_sample_pairs": self.s_curve_sample_pairs, **sweep}
+
+    def step_options(self) -> dict[str, Any]:
+        """The dedup step options given to this auditor (`ingestaudit.dedup_settings.STEP_KEYS`): the defaults of
+        every pipeline's dedup step (`ingestaudit.corpus_steps.with_step`)."""
+        return dict(self._step_defaults)
 
     def applies(self, truth: Truth) -> bool:
         """True when the document has a ``dup_group`` (the stage runs when some document does)."""
         return truth.dup_group is not None
 
-    # -- prediction -------------------------------------------------------------------------------------------------
-
-    # -- per document (in the worker) ------------------------------------------------------------------------------
-
-    def _num_perms(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys((self.config.num_perm, *(self.sweep[0] if self.sweep else ()))))
-
     def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> DedupArtefact:
-        """The document's `DedupArtefact`: gold group, precomputed cluster, the built-in detector's sketch (one
-        signature per ``num_perm`` of the run and the sweep) or the text for a user detector, and its shingle
-        hashes. Without output: the gold group only."""
-        if parsed is None:
-            return DedupArtefact(truth.dup_group)
-        text = parsed.text or ""
-        sk, hashes = sketch(text, self.config, self._num_perms())
-        cid = parsed.extras.get("dup_cluster")
-        return DedupArtefact(truth.dup_group, "dup_cluster" in parsed.extras, None if cid is None else str(cid),
-                             sk if self.detector == BUILTIN_DETECTOR or self.sweep is not None else None,
-                             text if self.detector != BUILTIN_DETECTOR else None, hashes)
-
-    def stow(self, artefact: DedupArtefact, folder: Any) -> DedupArtefact:
-        """Move the shingle hashes of an artefact that reached the main process to ``folder/shingles.u64`` (one
-        file per pipeline) and its sketch into the pipeline's `SketchTable`, so only the signatures stay in memory,
-        in one block (a few dozen bytes per document besides them)."""
-        if artefact.shingles is None and artefact.sketch is None:
-            return artefact
-        import sys
-        from pathlib import Path
-
-        from ingestaudit.stages.dedup import SketchTable
-
-        key = sys.intern(str(folder))
-        row = None
-        if artefact.sketch is not None:
-            table = self._tables.get(key)
-            if table is None:
-                table = self._tables[key] = SketchTable(self._num_perms(), self.config)
-            row = (key, table.add(artefact.sketch))
-        if artefact.shingles is None:
-            return replace(artefact, sketch=None, sketch_row=row)
-        name = sys.intern(str(Path(folder) / "shingles.u64"))  # one string object shared by the artefacts
-        fh = self._stowed.get(name)
-        if fh is None:
-            Path(folder).mkdir(parents=True, exist_ok=True)
-            fh = self._stowed[name] = open(name, "ab", buffering=1 << 16)
-        first = fh.tell() // 8
-        fh.write(np.ascontiguousarray(artefact.shingles, dtype=np.uint64).tobytes())
-        return replace(artefact, shingles=None, shingle_ref=(name, first, len(artefact.shingles)),
-                       sketch=None if row is not None else artefact.sketch, sketch_row=row)
-
-    def _sketches(self, items: Sequence[ArtefactItem]) -> Any:
-        """The items' sketches for `deduplicate_sketches`: columns of the stowed table when every item is in one,
-        else the sketches themselves (None when some item carries none: a user detector's artefacts)."""
-        from ingestaudit.stages.dedup import DocSketch
-
-        refs = [i.artefact.sketch_row for i in items]
-        if items and all(r is not None for r in refs) and len({r[0] for r in refs}) == 1:
-            return self._tables[refs[0][0]].columns([r[1] for r in refs])
-        out: list[DocSketch] = []
-        for i, ref in zip(items, refs):
-            if i.artefact.sketch is not None:
-                out.append(i.artefact.sketch)
-            elif ref is not None:
-                cols = self._tables[ref[0]].columns([ref[1]])
-                out.append(DocSketch(cols.n_chars[0], cols.n_shingles[0], cols.blank[0], cols.digests[0],
-                                     {p: m[0] for p, m in cols.signatures.items()}
-                                     if cols.n_shingles[0] >= self.config.min_shingles and not cols.blank[0] else {}))
-            else:
-                return None
-        return out
-
-    # -- prediction -------------------------------------------------------------------------------------------------
-
-    def _predict(self, items: list[ArtefactItem], shingles: _ShingleStore) -> _Prediction:
-        keys = [i.doc_id for i in items]
-        arts = [i.artefact for i in items]
-        if self.use_precomputed and any(a.has_cluster for a in arts):
-            cluster_of: dict[str, Hashable | None] = dict.fromkeys(keys)
-            missing = []
-            for k, a in zip(keys, arts):
-                if a.cluster is None:
-                    missing.append(k)
-                else:
-                    cluster_of[k] = a.cluster
-            return _Prediction("precomputed", cluster_of, None, {
-                "source": "ParsedDocument.extras['dup_cluster'] of the precomputed outputs (ids compared as strings)",
-                "without_dup_cluster": missing[:MAX_LISTED], "without_dup_cluster_total": len(missing)})
-        if self.detector == BUILTIN_DETECTOR:
-            result = next(iter(deduplicate_sketches(keys, self._sketches(items), self.config,
-                                                    jaccard=lambda i, j: shingles.jaccard(keys[i], keys[j])
-                                                    ).values()))
-            cluster_of = dict.fromkeys(keys)
-            cluster_of.update(result.cluster_of)
-            excluded = {e.key: {"reason": e.reason, "n_chars": e.n_chars, "n_shingles": e.n_shingles}
-                        for e in result.excluded}
-            lsh = {**self._lsh(self.config.num_perm, self.config.threshold), "b": result.b, "r": result.r,
-                   "scheme": result.scheme, "datasketch_version": result.datasketch_version}
-            return _Prediction(BUILTIN_DETECTOR, cluster_of, excluded, {
-                "lsh": lsh, "candidate_pairs": len(result.candidates),
-                "accepted_candidate_pairs": sum(c.accepted for c in result.candidates),
-                "exact_groups": len(result.exact_groups)}, result)
-        det = load_detector(self.detector, self.detector_options)
-        known = set(keys)
-        out = det.detect([(k, a.text or "") for k, a in zip(keys, arts)])
-        if not isinstance(out, DetectorOutput):
-            out = DetectorOutput(dict(out))
-        unknown = [k for k in out.cluster_of if k not in known]
-        if unknown:
-            raise DetectorError(f"detector {self.detector!r} returned clusters for {len(unknown)} key(s) that were "
-                                f"not in its input, e.g. {unknown[:3]!r}")
-        cluster_of = dict.fromkeys(keys)
-        cluster_of.update(out.cluster_of)
-        excl = None if out.excluded is None else {k: {"reason": str(v)} for k, v in out.excluded.items()}
-        return _Prediction(f"detector:{self.detector}", cluster_of, excl,
-                           {"detector_options": det.options(), **out.details})
+        """The document's `DedupArtefact`: its gold group (what the step made of ``parsed`` is the step's)."""
+        return DedupArtefact(truth.dup_group)
 
     # -- metrics ----------------------------------------------------------------------------------------------------
 
@@ -663,7 +365,7 @@ class DedupAuditor(CorpusAuditor):
         examples = [{"a": a, "b": b, "jaccard": j} for a, b, j in ch.examples]
         return rows, counts, examples
 
-    def _s_curve(self, result: DedupResult, shingles: _ShingleStore, cache: dict[Any, Any],
+    def _s_curve(self, result: Any, shingles: Any, cache: dict[Any, Any],
                  gold: Mapping[str, Hashable | None]) -> dict[str, Any]:
         reps = _representatives(result)
         n = len(reps)
@@ -705,7 +407,7 @@ class DedupAuditor(CorpusAuditor):
                          "theoretical": theo})
         return {**base, "state": State.OK.value, "buckets": rows}
 
-    def _sampled_s_curve(self, result: DedupResult, reps: list[str], pos: dict[str, int], shingles: _ShingleStore,
+    def _sampled_s_curve(self, result: Any, reps: list[str], pos: dict[str, int], shingles: Any,
                          cache: dict[Any, Any], gold: Mapping[str, Hashable | None]) -> dict[str, Any]:
         """The S-curve over more pairs than ``max_exact_pairs``, in linear time: every LSH candidate pair and every
         pair inside one gold group (stratum 1) is measured exactly; the other pairs (stratum 2, nearly all of them,
@@ -735,7 +437,7 @@ class DedupAuditor(CorpusAuditor):
                         exact.add(min(g[a], g[b]) * n + max(g[a], g[b]))
         rest = total - len(exact)
         want = min(self.s_curve_sample_pairs, rest)
-        rng = np.random.default_rng(self.config.seed)
+        rng = np.random.default_rng(result.config.seed)
         chosen: list[int] = []
         seen: set[int] = set()
         while len(chosen) < want:
@@ -801,21 +503,18 @@ class DedupAuditor(CorpusAuditor):
                                      "a uniform sample without replacement, each standing for N/sample pairs; no "
                                      "interval (estimated counts)",
                            "exact_pairs": len(exact), "other_pairs": rest, "sampled_pairs": want,
-                           "seed": self.config.seed, "rng": "numpy.random.default_rng",
+                           "seed": result.config.seed, "rng": "numpy.random.default_rng",
                            "gold_pairs_exact": gold_pairs <= self.max_exact_pairs,
                            "reason": f"{total} pairs exceed max_exact_pairs={self.max_exact_pairs}"}}
 
     def _run_sweep(self, items: list[ArtefactItem], gold: dict[str, Hashable | None],
-                   shingles: _ShingleStore, cache: dict
+                   output: Any, cache: dict
                    ) -> tuple[dict[str, Any], dict[str, Any], list[tuple[str, Score, int]]]:
-        assert self.sweep is not None
-        perms, ths = self.sweep
+        """The sweep's rows and details from the step's grid (``output.grid``: one clustering per setting)."""
+        perms, ths = output.sweep
         keys = [i.doc_id for i in items]
-        sketches = self._sketches(items)
-        if sketches is None:  # a user detector's artefacts carry no signatures
-            raise ValueError(f"the sweep runs the built-in minhash detector; detector {self.detector!r} was audited")
-        grid = deduplicate_sketches(keys, sketches, self.config, perms, ths,
-                                    jaccard=lambda i, j: shingles.jaccard(keys[i], keys[j]))
+        grid = output.grid
+        shingles = output.shingles
         cells = []
         rows: list[tuple[str, Score, int]] = []
         n = len(keys)
@@ -863,7 +562,7 @@ class DedupAuditor(CorpusAuditor):
                            "best": {k: best[k] for k in ("num_perm", "threshold", "label", "b", "r",
                                                          "false_merge_rate", "missed_merge_rate", "pairwise_f1")}}
         sweep = {"num_perm": list(perms), "threshold": list(ths), "budget": self.budget,
-                 "base_config": self.config.options(), "cells": cells}
+                 "base_config": output.config.options(), "cells": cells}
         return sweep, best_detail, rows
 
     @staticmethod
@@ -891,11 +590,29 @@ class DedupAuditor(CorpusAuditor):
     # -- entry point ------------------------------------------------------------------------------------------------
 
     def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
-        """Audit one pipeline's output over the whole corpus from its documents' artefacts (see the module docstring
-        for rows and details).
+        """Not the dedup auditor's entry point: it reads its pipeline's dedup step output (`audit_step`).
+
+        Raises:
+            TypeError: always (the run calls `audit_step` through `ingestaudit.corpus_steps`).
+        """
+        raise TypeError("the dedup auditor reads the output of the pipeline's dedup step: call audit_step(items, "
+                        "output) (ingestaudit.corpus_steps.with_step builds both from a pipeline)")
+
+    def audit_step(self, items: list[ArtefactItem], output: Any) -> CorpusResult:
+        """Audit one pipeline's dedup step over the whole corpus (see the module docstring for rows and details).
+
+        Args:
+            items: every document of the pipeline in corpus order, each with its `DedupArtefact` and the state the
+                parser left it in.
+            output: the step's output over the documents with parser output (state ``ok``), read by attribute:
+                ``kind``, ``detector``, ``config`` (threshold, shingling, k, normalization, seed), ``cluster_of``,
+                ``excluded``, ``details``, ``result`` (candidate pairs and bands of the built-in detector, or None),
+                ``sweep``, ``grid``, ``grid_error``, ``error`` and ``jaccard(a, b)`` (exact Jaccard of two
+                documents' shingle sets); `ingestaudit.stages.dedup_step.DedupOutput`.
 
         Corpus-level rows count the documents with parser output only; the others are in ``result.unreached``.
-        Never raises for bad stage output: a detector that fails gives ``error`` rows with its message.
+        Never raises for bad step output: a detector that failed (``output.error``) gives ``error`` rows with its
+        message.
         """
         reached = [i for i in items if i.state is State.OK]
         keys = [i.doc_id for i in reached]
@@ -904,40 +621,30 @@ class DedupAuditor(CorpusAuditor):
         classes = sorted({i.doc_class for i in items})
         members = {cls: [i.doc_id for i in reached if i.doc_class == cls] for cls in classes}
         unreached = unreached_counts(items)
-        for fh in self._stowed.values():  # every artefact has arrived: what was stowed is read from here on
-            fh.close()
-        self._stowed.clear()
-        shingles = _ShingleStore(reached)
-        try:
-            try:
-                pred = self._predict(reached, shingles)
-            except Exception as exc:  # a detector's failure is a measurement in state error, never a crash
-                return self._error_result(items, f"{type(exc).__name__}: {exc}")
-            return self._audit(items, reached, keys, present, gold, classes, members, unreached, pred, shingles)
-        finally:
-            shingles.close()
-            for ref in {i.artefact.sketch_row[0] for i in items if i.artefact.sketch_row is not None}:
-                self._tables.pop(ref, None)  # a pipeline is audited once: its table is done with
+        if output.error:
+            return self._error_result(items, output, output.error)
+        return self._audit(items, reached, keys, present, gold, classes, members, unreached, output)
 
     def _audit(self, items: list[ArtefactItem], reached: list[ArtefactItem], keys: list[str], present: set[str],
                gold: dict[str, Hashable | None], classes: list[str], members: dict[str, list[str]],
-               unreached: dict[str, dict[str, int]], pred: _Prediction, shingles: _ShingleStore) -> CorpusResult:
+               unreached: dict[str, dict[str, int]], pred: Any) -> CorpusResult:
         def similarity(a: str, b: str) -> float | None:
             if a not in present or b not in present:
                 return None
-            return shingles.jaccard(a, b)
+            return pred.jaccard(a, b)
 
         doc_class = {i.doc_id: i.doc_class for i in reached}
         removal = dm.removal_counts(gold, pred.cluster_of, doc_class)
         result = CorpusResult(unreached=unreached)
         counts_detail: list[dict[str, Any]] = []
         examples: list[dict[str, Any]] = []
-        threshold = self.config.threshold
+        cfg = pred.config
+        threshold = cfg.threshold
         for cls in classes + [ALL]:
             ids = keys if cls == ALL else members[cls]
             missing = unreached.get(cls, {})
             if not ids:  # no document of the class reached the stage: no value, in the parsers' state
-                result.corpus_scores += [(cls, s, 0) for s in unreached_rows(self._corpus_metrics(), missing)]
+                result.corpus_scores += [(cls, s, 0) for s in unreached_rows(self._corpus_metrics(pred), missing)]
                 counts_detail.append({"doc_class": cls, "n_docs": 0, "unreached": missing})
                 continue
             rem = (dm.RemovalCounts(*(sum(getattr(r, f) for r in removal.values())
@@ -954,8 +661,8 @@ class DedupAuditor(CorpusAuditor):
         details: dict[str, Any] = {
             "detector": {"kind": pred.kind, **{k: v for k, v in pred.details.items() if k != "lsh"}},
             "corpus_counts": counts_detail,
-            "chained_examples": {"threshold": threshold, "shingling": self.config.shingling, "k": self.config.k,
-                                 "normalization": self.config.normalization, "examples": examples},
+            "chained_examples": {"threshold": threshold, "shingling": cfg.shingling, "k": cfg.k,
+                                 "normalization": cfg.normalization, "examples": examples},
             "clusters": self._clusters_detail(pred.cluster_of, gold, keys),
             "no_output": self._no_output_detail(items),
         }
@@ -966,18 +673,21 @@ class DedupAuditor(CorpusAuditor):
             details["excluded"] = {"total": len(excl), "documents": excl[:MAX_LISTED]}
         cache: dict = {}
         if pred.result is not None:
-            details["s_curve"] = self._s_curve(pred.result, shingles, cache, gold)
-        if self.sweep is not None and not reached:
-            rows = unreached_rows([m for m in self._corpus_metrics() if ".sweep_" in m], unreached.get(ALL, {}))
+            details["s_curve"] = self._s_curve(pred.result, pred.shingles, cache, gold)
+        if pred.sweep is not None and not reached:
+            rows = unreached_rows([m for m in self._corpus_metrics(pred) if ".sweep_" in m], unreached.get(ALL, {}))
             result.corpus_scores += [(ALL, r, 0) for r in rows]
             details["sweep"] = {"state": rows[0].state.value, "reason": rows[0].detail["reason"]}
-        elif self.sweep is not None:
-            try:
-                sweep, best, rows = self._run_sweep(reached, gold, shingles, cache)
-                details["sweep"], details["sweep_best"] = sweep, best
-                result.corpus_scores += rows
-            except Exception as exc:
-                msg = f"{type(exc).__name__}: {exc}"
+        elif pred.sweep is not None:
+            msg = pred.grid_error  # the step could not compute its grid: the sweep's rows are errors
+            if not msg:
+                try:
+                    sweep, best, rows = self._run_sweep(reached, gold, pred, cache)
+                    details["sweep"], details["sweep_best"] = sweep, best
+                    result.corpus_scores += rows
+                except Exception as exc:  # never a crash of the audit
+                    msg = f"{type(exc).__name__}: {exc}"
+            if msg:
                 details["sweep"] = {"state": State.ERROR.value, "reason": msg}
                 for m in ("dedup.sweep_false_merge_rate", "dedup.sweep_missed_merge_rate", "dedup.sweep_best"):
                     result.corpus_scores.append((ALL, Score.missing(m, State.ERROR, msg), len(keys)))
@@ -986,7 +696,7 @@ class DedupAuditor(CorpusAuditor):
 
     # -- rows and details -------------------------------------------------------------------------------------------
 
-    def _doc_rows(self, items: list[ArtefactItem], pred: _Prediction,
+    def _doc_rows(self, items: list[ArtefactItem], pred: Any,
                   gold: dict[str, Hashable | None]) -> list[tuple[str, Score]]:
         order = [i.doc_id for i in items]
         by_cluster: dict[Hashable, list[str]] = {}
@@ -1040,15 +750,16 @@ class DedupAuditor(CorpusAuditor):
         return {"total": len(none), "documents": none[:MAX_LISTED],
                 "note": "documents without parser output are in no predicted cluster"}
 
-    def _corpus_metrics(self) -> list[str]:
-        """The corpus-level metrics of a run: the main ones, and the sweep's when a sweep is configured."""
+    @staticmethod
+    def _corpus_metrics(output: Any) -> list[str]:
+        """The corpus-level metrics of a pipeline: the main ones, and the sweep's when its step has a sweep."""
         return [s.name for s in METRICS if s.name != "dedup.excluded"
-                and (self.sweep is not None or ".sweep_" not in s.name)]
+                and (output.sweep is not None or ".sweep_" not in s.name)]
 
-    def _error_result(self, items: list[ArtefactItem], msg: str) -> CorpusResult:
+    def _error_result(self, items: list[ArtefactItem], output: Any, msg: str) -> CorpusResult:
         """The detector failed: ``error`` rows over the documents it was given (those with parser output)."""
         result = CorpusResult(unreached=unreached_counts(items))
-        corpus_metrics = [m for m in self._corpus_metrics() if ".sweep_" not in m]
+        corpus_metrics = [m for m in self._corpus_metrics(output) if ".sweep_" not in m]
         classes = sorted({i.doc_class for i in items})
         for cls in classes + [ALL]:
             n = sum(i.state is State.OK and (cls == ALL or i.doc_class == cls) for i in items)
@@ -1056,5 +767,5 @@ class DedupAuditor(CorpusAuditor):
         result.doc_scores = [(i.doc_id, Score.missing("dedup.excluded", State.ERROR, msg) if i.state is State.OK
                               else Score.missing("dedup.excluded", _parse_state(i), i.reason or "the parser "
                                                  "produced no output")) for i in items]
-        result.details = {"detector": {"kind": self.detector, "state": State.ERROR.value, "reason": msg}}
+        result.details = {"detector": {"kind": output.detector, "state": State.ERROR.value, "reason": msg}}
         return result

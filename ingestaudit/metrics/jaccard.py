@@ -11,6 +11,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 
 def jaccard_counts(a: Set, b: Set) -> tuple[int, int]:
     """``(|A ∩ B|, |A ∪ B|)`` of two sets."""
@@ -129,3 +131,13 @@ def near_duplicate_pairs(n_pairs: int, jaccard: Fraction | float | str, *, union
             raise AssertionError(f"generator broke its own guarantee: {inter}/{union} != {n_shared}/{union_size}")
         pairs.append(NearDuplicatePair(text_a, text_b, n, inter, union))
     return tuple(pairs)
+
+
+def sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Exact Jaccard ``|A∩B| / |A∪B|`` of two sets given as sorted distinct arrays (the dedup step's shingle hashes);
+    None when both are empty (as `ingestaudit.metrics.jaccard.exact_jaccard`). Equal to the Jaccard of the shingle
+    sets unless two distinct shingles of the pair share a 64-bit hash (probability about n²/2^65 for n shingles)."""
+    if not len(a) and not len(b):
+        return None
+    inter = int(np.intersect1d(a, b, assume_unique=True).size)
+    return inter / (len(a) + len(b) - inter)

@@ -26,112 +26,24 @@ The first member of each cluster in input order is the one kept; the others woul
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
 
+from ingestaudit.dedup_settings import NORMALIZATIONS, DedupConfig  # re-exported: their home is below the stages
 from ingestaudit.errors import IngestAuditError
-from ingestaudit.metrics.jaccard import exact_jaccard, word_ngrams
-from ingestaudit.metrics.lsh import lsh_params
+from ingestaudit.metrics.jaccard import exact_jaccard, sorted_jaccard, word_ngrams  # noqa: F401 (re-exported)
 from ingestaudit.stages.minhash import minhash_template, scheme_of, signature_matrix
 
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _nfkc_casefold(text: str) -> str:
-    return _collapse(unicodedata.normalize("NFKC", text).casefold())
-
-
-_NON_ALNUM = re.compile(r"[\W_]+")
-
-
-def _nfkc_casefold_alnum(text: str) -> str:
-    return _collapse(_NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text).casefold()))
-
-
-NORMALIZATIONS: Mapping[str, Callable[[str], str]] = MappingProxyType({
-    "none": lambda text: text,
-    "whitespace": _collapse,
-    "nfkc_casefold": _nfkc_casefold,
-    "nfkc_casefold_alnum": _nfkc_casefold_alnum,
-})
-"""Named normalization presets applied before hashing and shingling:
-
-- ``none``: the text as extracted;
-- ``whitespace``: runs of Unicode whitespace (``str.split``) become one space, ends stripped;
-- ``nfkc_casefold``: Unicode NFKC, then ``str.casefold``, then ``whitespace``;
-- ``nfkc_casefold_alnum``: ``nfkc_casefold`` with every run of non-alphanumeric characters (``[\\W_]+``, Unicode)
-  replaced by one space, then ``whitespace``.
-"""
 
 
 class DuplicateKeyError(IngestAuditError, ValueError):
     """Two documents given to the deduplicator share a key; the message lists the repeated keys."""
-
-
-@dataclass(frozen=True)
-class DedupConfig:
-    """Every option of the default detector that changes its output (printed in the report).
-
-    Attributes:
-        shingling: ``"char"`` (character k-grams, in code points) or ``"word"`` (word n-grams over ``str.split``).
-        k: k-gram / n-gram size (>= 1).
-        normalization: a key of `NORMALIZATIONS`.
-        num_perm: MinHash permutations (>= 2).
-        threshold: Jaccard threshold of ``MinHashLSH`` in [0, 1); the index derives ``(b, r)`` from it.
-        weights: ``(false positive, false negative)`` weights of datasketch's ``(b, r)`` optimiser; sum 1.
-        seed: MinHash permutation seed (datasketch's ``seed``).
-        scheme: datasketch permutation scheme (None = the installed datasketch's default).
-        verify: keep an LSH candidate pair only if the exact Jaccard of the shingle sets is ``>= threshold``.
-        min_shingles: documents with fewer shingles are excluded from LSH (reason ``"too_short"``).
-        short_docs: ``"exclude"``: too-short documents are never merged; ``"exact_only"``: they still merge with
-            exact (normalized-hash) duplicates. Empty documents are never merged.
-
-    Raises:
-        ValueError: an unknown choice, a size below 1, or a threshold/num_perm/weights combination that
-            ``MinHashLSH`` refuses (threshold 1.0 among them).
-    """
-
-    shingling: Literal["char", "word"] = "char"
-    k: int = 5
-    normalization: str = "nfkc_casefold"
-    num_perm: int = 128
-    threshold: float = 0.8
-    weights: tuple[float, float] = (0.5, 0.5)
-    seed: int = 1
-    scheme: str | None = None
-    verify: bool = False
-    min_shingles: int = 10
-    short_docs: Literal["exclude", "exact_only"] = "exclude"
-
-    def __post_init__(self) -> None:
-        if self.shingling not in ("char", "word"):
-            raise ValueError(f"shingling must be 'char' or 'word', got {self.shingling!r}")
-        if self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"unknown normalization {self.normalization!r}; known: {', '.join(NORMALIZATIONS)}")
-        if self.short_docs not in ("exclude", "exact_only"):
-            raise ValueError(f"short_docs must be 'exclude' or 'exact_only', got {self.short_docs!r}")
-        if self.k < 1 or self.min_shingles < 1:
-            raise ValueError("k and min_shingles must be >= 1")
-        if self.scheme not in (None, "affine32", "affine64", "legacy"):
-            raise ValueError(f"scheme must be None, 'affine32', 'affine64' or 'legacy', got {self.scheme!r}")
-        object.__setattr__(self, "weights", tuple(self.weights))
-        lsh_params(self.threshold, self.num_perm, self.weights)  # raises what MinHashLSH would raise
-
-    def options(self) -> dict:
-        """The options as a JSON-serialisable dict."""
-        out = asdict(self)
-        out["weights"] = list(self.weights)
-        return out
 
 
 def normalize(text: str, config: DedupConfig) -> str:
@@ -370,16 +282,6 @@ class SketchTable:
         digests = [bytes(self._digests[32 * i:32 * i + 32]) for i in idx.tolist()]
         sigs = {p: np.frombuffer(self._sigs[p], dtype=self.widths[p]).reshape(self.n, p)[idx] for p in self.num_perms}
         return SketchColumns(nc, ns, blank, digests, sigs)
-
-
-def sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float | None:
-    """Exact Jaccard ``|A∩B| / |A∪B|`` of two sets given as sorted distinct arrays (`sketch`'s shingle hashes);
-    None when both are empty (as `ingestaudit.metrics.jaccard.exact_jaccard`). Equal to the Jaccard of the shingle
-    sets unless two distinct shingles of the pair share a 64-bit hash (probability about n²/2^65 for n shingles)."""
-    if not len(a) and not len(b):
-        return None
-    inter = int(np.intersect1d(a, b, assume_unique=True).size)
-    return inter / (len(a) + len(b) - inter)
 
 
 @dataclass

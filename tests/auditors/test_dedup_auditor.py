@@ -35,15 +35,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ingestaudit.auditors.base import CorpusItem
-from ingestaudit.auditors.dedup import (
-    DETECTOR_GROUP,
-    METRICS,
-    DedupAuditor,
-    DedupDetector,
-    DetectorError,
-    DetectorOutput,
-    pairwise_jaccard,
-)
+from ingestaudit.auditors.dedup import METRICS, DedupAuditor, pairwise_jaccard
 from ingestaudit.auditors.registry import load_auditor
 from ingestaudit.cli import app
 from ingestaudit.measurement import State
@@ -52,7 +44,10 @@ from ingestaudit.metrics.dedup import cluster_agreement, false_merge_rate, misse
 from ingestaudit.metrics.jaccard import exact_jaccard, near_duplicate_pairs
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket
 from ingestaudit.model import ParsedDocument
+from ingestaudit.corpus_steps import with_step
+from ingestaudit.pipeline import make_pipeline
 from ingestaudit.stages.dedup import DedupConfig, deduplicate
+from ingestaudit.stages.dedup_step import DETECTOR_GROUP, DedupDetector, DetectorError, DetectorOutput
 from ingestaudit.truth import Truth
 from _rows import load_report, measurements
 
@@ -69,6 +64,12 @@ T3 = ("Ripe tomatoes, a handful of basil leaves and good olive oil are all the s
 HAND_TEXTS = {"x/a": T1, "x/b": T1.replace("monthly", "weekly"), "x/c": T2.replace("County", "city"),
               "y/d": T2, "y/e": T2.replace("dispute", "claim"), "y/f": T3}
 HAND_GOLD = {"x/a": "fund", "x/b": "fund", "x/c": "fund", "y/d": "law", "y/e": "law", "y/f": None}
+
+
+def dedup(**options):
+    """The dedup auditor and the step its ``[auditor_options.dedup]`` options define for a pipeline without a
+    ``dedup`` table, paired as a run pairs them (`ingestaudit.corpus_steps.with_step`)."""
+    return with_step(DedupAuditor(**options), make_pipeline("p"))
 
 
 def write(path: Path, text: str) -> None:
@@ -198,7 +199,10 @@ def test_hand_example_chained_pairs_against_exact_jaccard(hand_report):
 
 
 def test_hand_example_records_lsh_bands_and_rows(hand_report):
-    opts = hand_report["config"]["auditors"]["dedup"]
+    # the detector's settings are the dedup step's, per pipeline (report.json pipelines[].stages.dedup)
+    step = {p["name"]: p["stages"]["dedup"] for p in hand_report["pipelines"]}["reference"]
+    assert step["implementation"] == "minhash"
+    opts = step["settings"]
     assert (opts["num_perm"], opts["threshold"], opts["lsh_b"], opts["lsh_r"]) == (128, 0.8, 9, 13)
     assert opts["lsh_hash_values_used"] == 117
     assert (opts["shingling"], opts["k"], opts["normalization"]) == ("char", 5, "nfkc_casefold")
@@ -278,7 +282,7 @@ def test_precomputed_dup_cluster_is_audited_instead_of_minhash(tmp_path):
 def test_documents_without_output_are_never_merged_nor_missed():
     items = [item("x/a", T1, "g"), item("x/b", None, "g", state=State.ERROR, reason="parser crashed"),
              item("x/c", T1, "g")]
-    result = DedupAuditor().audit_corpus(items)
+    result = dedup().audit_corpus(items)
     rows = by_metric(result)
     # b has no output: it is left out, so the gold pairs are ac only (not ab, bc); a and c are exact duplicates
     # (merged by hash): 0 of 1 missed. Counting b would give 2 of 3 missed, merges no parser could make.
@@ -330,7 +334,7 @@ def test_a_class_without_any_output_has_no_ok_dedup_rate(tmp_path):
 def test_no_output_at_all_gives_unreached_rows_for_the_sweep_too():
     items = [item("x/a", None, "g"), item("x/b", None, "g", state=State.SKIPPED, reason="too big"),
              item("y/c", None, "h")]
-    result = DedupAuditor(sweep_thresholds="0.5,0.8").audit_corpus(items)
+    result = dedup(sweep_thresholds="0.5,0.8").audit_corpus(items)
     states = {(c, s.metric): (s.state, n) for c, s, n in result.corpus_scores}
     assert states["x", "dedup.missed_merge_rate"] == (State.NO_PREDICTION, 0)  # 1 no_prediction, 1 skipped: tie
     assert states["__all__", "dedup.sweep_best"] == (State.NO_PREDICTION, 0)
@@ -345,7 +349,7 @@ def test_no_output_at_all_gives_unreached_rows_for_the_sweep_too():
 @given(st.lists(st.sampled_from(["g1", "g2", "g3", None]), min_size=1, max_size=8))
 def test_predicting_the_gold_partition_is_perfect(groups):
     items = [item(f"c/d{i}", f"text {i}", g, extras={"dup_cluster": g} if g else {}) for i, g in enumerate(groups)]
-    rows = by_metric(DedupAuditor().audit_corpus(items))
+    rows = by_metric(dedup().audit_corpus(items))
     has_pairs = any(groups.count(g) > 1 for g in set(groups) if g)
     if has_pairs:
         for m in ("dedup.pairwise_precision", "dedup.pairwise_recall", "dedup.pairwise_f1", "dedup.bcubed_precision",
@@ -389,7 +393,7 @@ def _user_items():
 
 
 def test_user_detector_by_module_path():
-    auditor = DedupAuditor(detector=f"{__name__}:FirstWordDetector", detector_options={"lowercase": True})
+    auditor = dedup(detector=f"{__name__}:FirstWordDetector", detector_options={"lowercase": True})
     result = auditor.audit_corpus(_user_items())
     rows = by_metric(result)
     # predicted {a, b} (alpha); gold {b, c}: P = 1, G = 1, T = 0
@@ -407,14 +411,14 @@ def test_user_detector_by_entry_point(monkeypatch):
     ep = EntryPoint(name="first-word", value=f"{__name__}:FirstWordDetector", group=DETECTOR_GROUP)
     real = md.entry_points
     monkeypatch.setattr(md, "entry_points", lambda **kw: [ep] if kw.get("group") == DETECTOR_GROUP else real(**kw))
-    result = DedupAuditor(detector="first-word").audit_corpus(_user_items())
+    result = dedup(detector="first-word").audit_corpus(_user_items())
     assert result.details["detector"]["kind"] == "detector:first-word"
     with pytest.raises(ValueError, match="known: minhash, first-word"):
-        DedupAuditor(detector="nope")
+        dedup(detector="nope")
 
 
 def test_a_failing_detector_gives_error_rows_not_a_crash():
-    result = DedupAuditor(detector=f"{__name__}:BrokenDetector").audit_corpus(_user_items())
+    result = dedup(detector=f"{__name__}:BrokenDetector").audit_corpus(_user_items())
     assert result.corpus_scores and all(s.state is State.ERROR for _, s, _ in result.corpus_scores)
     assert all("index server unreachable" in s.detail["reason"] for _, s in result.doc_scores)
 
@@ -423,15 +427,15 @@ def test_bad_options_are_refused():
     with pytest.raises(ValueError, match=r"auditor_options.dedup"):
         load_auditor("dedup", {"no_such_option": 1})
     with pytest.raises(ValueError):
-        DedupAuditor(threshold=1.0)  # datasketch refuses it: exact duplicates go by hash
+        dedup(threshold=1.0)  # datasketch refuses it: exact duplicates go by hash
     with pytest.raises(ValueError):
-        DedupAuditor(sweep_thresholds=[0.5, 1.0])
+        dedup(sweep_thresholds=[0.5, 1.0])
     with pytest.raises(ValueError, match="missed_merge_budget"):
-        DedupAuditor(missed_merge_budget=1.5)
+        dedup(missed_merge_budget=1.5)
     with pytest.raises(ValueError, match="bad list option"):
-        DedupAuditor(sweep_num_perm="64,many")
+        dedup(sweep_num_perm="64,many")
     with pytest.raises(ValueError, match="not a DedupDetector"):
-        DedupAuditor(detector="ingestaudit.stages.dedup:DedupConfig")
+        dedup(detector="ingestaudit.stages.dedup:DedupConfig")
 
 
 def test_specs_are_registered():
@@ -475,7 +479,8 @@ def test_sweep_in_one_run(tmp_path):
     label = f"missed_merge<=0.5/{best['best']['label']}"
     assert rows["dedup.sweep_best", label]["micro"] == best["best"]["false_merge_rate"]["value"]
     assert f"dedup.sweep_best[{label}]" in unescape_md(report["_md"])
-    assert [(x["num_perm"], x["threshold"], x["b"], x["r"]) for x in report["config"]["auditors"]["dedup"]["sweep_lsh"]
+    step = {p["name"]: p["stages"]["dedup"]["settings"] for p in report["pipelines"]}["reference"]
+    assert [(x["num_perm"], x["threshold"], x["b"], x["r"]) for x in step["sweep_lsh"]
             if x["num_perm"] == 128] == [(128, 0.5, 25, 5), (128, 0.8, 9, 13), (128, 0.95, 3, 42)]
 
 
@@ -495,17 +500,17 @@ def test_best_setting_rule():
 
 
 def test_list_and_string_sweep_options_are_the_same():
-    a = DedupAuditor(sweep_num_perm=[64, 128], sweep_thresholds=[0.5, 0.8])
-    b = DedupAuditor(sweep_num_perm="64, 128", sweep_thresholds="0.5,0.8")
-    assert a.options() == b.options() and a.sweep == ((64, 128), (0.5, 0.8))
-    assert DedupAuditor(sweep_thresholds=[0.7]).sweep == ((128,), (0.7,))
+    a = dedup(sweep_num_perm=[64, 128], sweep_thresholds=[0.5, 0.8])
+    b = dedup(sweep_num_perm="64, 128", sweep_thresholds="0.5,0.8")
+    assert a.corpus_step.settings() == b.corpus_step.settings() and a.corpus_step.sweep == ((64, 128), (0.5, 0.8))
+    assert dedup(sweep_thresholds=[0.7]).corpus_step.sweep == ((128,), (0.7,))
 
 
 def test_s_curve_detail_equals_the_bucket_function_on_every_pair():
     pairs = near_duplicate_pairs(6, 0.8, union_size=100, seed=4) + near_duplicate_pairs(6, 0.5, union_size=100, seed=5)
     texts = [t for p in pairs for t in (p.text_a, p.text_b)] + [f"unrelated text number {i} " * 3 for i in range(5)]
     items = [item(f"s/d{i:02d}", t) for i, t in enumerate(texts)]
-    result = DedupAuditor().audit_corpus(items)
+    result = dedup().audit_corpus(items)
     curve = result.details["s_curve"]
     assert (curve["b"], curve["r"], curve["state"]) == (9, 13, "ok")
     # brute force: every pair of indexed documents, exact Jaccard from Python sets, no folding of zero pairs
@@ -535,3 +540,154 @@ def test_pairwise_jaccard_equals_set_arithmetic(sets):
     assert got is not None and list(got) == pytest.approx(want, abs=1e-15)
     if len(sets) >= 3:
         assert pairwise_jaccard(sets, 2) is None  # over the pair budget: not computed
+
+
+# --- dedup as a pipeline step -----------------------------------------------------------------------------------------
+
+TWO_THRESHOLDS_TOML = """
+[auditor_options.dedup]
+k = 5
+
+[pipelines.loose]
+parser = "reference"
+dedup = { use = "minhash", threshold = 0.5 }
+
+[pipelines.strict]
+parser = "reference"
+dedup = { use = "minhash", threshold = 0.95 }
+"""
+
+
+def _expected_rates(threshold: float) -> tuple[float | None, float | None]:
+    """False- and missed-merge rates of the hand corpus at ``threshold``, from an independent run of the detector."""
+    res = deduplicate(list(HAND_TEXTS.items()), DedupConfig(threshold=threshold))
+    c = cluster_agreement(HAND_GOLD, dict(res.cluster_of))
+    return false_merge_rate(c).value, missed_merge_rate(c).value
+
+
+def test_two_pipelines_with_two_dedup_thresholds_are_two_columns_of_one_run(tmp_path):
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, TWO_THRESHOLDS_TOML)
+    report = run_cli([str(root), "--stage", "dedup", "--out", str(tmp_path / "out")])
+    loose, strict = _expected_rates(0.5), _expected_rates(0.95)
+    assert loose != strict  # the corpus tells the two thresholds apart
+    for name, (fm, mm), t in (("loose", loose, 0.5), ("strict", strict, 0.95)):
+        rows = corpus_rows(report, name)
+        assert (rows["dedup.false_merge_rate", ""]["micro"], rows["dedup.missed_merge_rate", ""]["micro"]) == (fm, mm)
+        step = {p["name"]: p["stages"]["dedup"] for p in report["pipelines"]}[name]
+        assert (step["implementation"], step["settings"]["threshold"], step["settings"]["k"]) == ("minhash", t, 5)
+        assert details(report, name)["lsh"]["threshold"] == t
+
+
+def test_sweep_over_the_dedup_step_threshold(tmp_path):
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD)
+    report = run_cli([str(root), "--parser", "reference", "--stage", "dedup", "--sweep", "dedup.threshold=0.5,0.95",
+                      "--out", str(tmp_path / "out")])
+    for t in (0.5, 0.95):
+        rows = corpus_rows(report, f"reference/threshold={t:g}")
+        fm, mm = _expected_rates(t)
+        assert (rows["dedup.false_merge_rate", ""]["micro"], rows["dedup.missed_merge_rate", ""]["micro"]) == (fm, mm)
+
+
+def test_an_unknown_dedup_detector_of_a_pipeline_is_exit_2_before_any_document(tmp_path):
+    toml = '[pipelines.p]\nparser = "reference"\ndedup = { use = "no-such-detector" }\n'
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, toml)
+    result = CliRunner().invoke(app, ["run", str(root), "--stage", "dedup", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "[pipelines.p] dedup: unknown dedup detector 'no-such-detector'" in result.output
+
+
+def test_step_options_rule():
+    """``[auditor_options.dedup]`` step keys are the defaults; the pipeline's table overrides them key by key; its
+    ``use`` (unless ``default``) is the detector; the auditor's own keys never reach the step."""
+    from ingestaudit.dedup_settings import step_options
+
+    defaults = {"threshold": 0.7, "k": 3, "detector": "mine", "missed_merge_budget": 0.2}
+    assert step_options(defaults, "default", {}) == {"threshold": 0.7, "k": 3, "detector": "mine"}
+    assert step_options(defaults, "minhash", {"threshold": 0.9}) == {"threshold": 0.9, "k": 3, "detector": "minhash"}
+
+
+AUDIT_ON_HAND_MADE_OUTPUT = r'''
+import json, sys
+from types import SimpleNamespace
+sys.modules["datasketch"] = None  # importing it raises: the auditor must not need it
+import numpy as np
+from ingestaudit.auditors.base import ArtefactItem
+from ingestaudit.auditors.dedup import DedupArtefact, DedupAuditor
+from ingestaudit.dedup_settings import DedupConfig
+
+gold = {"c/a": "g1", "c/b": "g1", "c/c": "g1", "c/d": "g2", "c/e": None}
+clusters = {"c/a": 1, "c/b": 1, "c/d": 1, "c/c": 2, "c/e": None}
+sets = {"c/a": range(1, 11), "c/b": range(1, 11), "c/c": range(20, 30), "c/d": [*range(1, 6), *range(11, 16)],
+        "c/e": [40]}
+sets = {k: np.array(sorted(v), dtype=np.uint64) for k, v in sets.items()}
+
+def jaccard(a, b):
+    inter = len(np.intersect1d(sets[a], sets[b]))
+    return inter / (len(sets[a]) + len(sets[b]) - inter)
+
+output = SimpleNamespace(kind="precomputed", detector="minhash", config=DedupConfig(threshold=0.8),
+                         cluster_of=clusters, excluded={"c/e": {"reason": "too_short"}}, details={}, result=None,
+                         sweep=None, grid=None, grid_error="", error="", jaccard=jaccard)
+items = [ArtefactItem(k, "c", DedupArtefact(g)) for k, g in gold.items()]
+res = DedupAuditor().audit_step(items, output)
+corpus = {s.metric: s.value for c, s, n in res.corpus_scores if c == "__all__"}
+docs = {k: s.value for k, s in res.doc_scores}
+loaded = sorted(m for m, mod in sys.modules.items()
+                if mod is not None and m.startswith(("ingestaudit.stages", "datasketch", "ingestaudit.parsers")))
+print(json.dumps({"corpus": corpus, "docs": docs, "loaded": loaded}))
+'''
+
+
+def test_auditor_on_hand_made_step_output_without_datasketch():
+    """Five documents, gold {a, b, c} and {d} (e: none), predicted {a, b, d} and {c}, e excluded: G = 3 gold pairs,
+    P = 3 predicted pairs, T = 1 ((a, b)) out of C(5, 2) = 10 pairs; values worked by hand."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", AUDIT_ON_HAND_MADE_OUTPUT], capture_output=True, text=True,
+                         env={**os.environ}, check=True)
+    got = json.loads(out.stdout)
+    assert got["loaded"] == []  # no stage, parser or datasketch module was imported
+    c = got["corpus"]
+    assert c["dedup.pairwise_precision"] == pytest.approx(1 / 3) and c["dedup.pairwise_recall"] == pytest.approx(1 / 3)
+    assert c["dedup.pairwise_f1"] == pytest.approx(2 * 1 / (3 + 3))
+    assert c["dedup.false_merge_rate"] == pytest.approx(2 / 3) and c["dedup.missed_merge_rate"] == pytest.approx(2 / 3)
+    # ARI: E = G*P/10 = 0.9, M = (G+P)/2 = 3 -> (1 - 0.9) / (3 - 0.9)
+    assert c["dedup.ari"] == pytest.approx(0.1 / 2.1)
+    # B-cubed precision: a, b 2/3 each, d 1/3, c 1, e 1 -> (11/3)/5; recall: a, b 2/3, c 1/3, d 1, e 1
+    assert c["dedup.bcubed_precision"] == pytest.approx(11 / 15) and c["dedup.bcubed_recall"] == pytest.approx(11 / 15)
+    assert c["dedup.largest_cluster"] == 3.0
+    # a kept; b and d removed; d's gold group differs from a's: wrongly removed
+    assert c["dedup.removed_docs"] == pytest.approx(2 / 5) and c["dedup.wrongly_removed_docs"] == pytest.approx(1 / 5)
+    # within-cluster pairs (a,b) J=1, (a,d) and (b,d) J=5/15 < 0.8: chained 2 of 3
+    assert c["dedup.chained_pairs"] == pytest.approx(2 / 3)
+    assert got["docs"] == {"c/a": 0.0, "c/b": 0.0, "c/c": 0.0, "c/d": 0.0, "c/e": 1.0}
+
+
+def test_a_corpus_toml_may_not_name_a_dedup_detector_by_module_path(tmp_path):
+    """A pipeline's dedup step loads code by ``module:Class`` like any plug-in: a corpus's own configuration
+    (untrusted) may not name one, as ``use`` or as its ``detector`` option."""
+    from ingestaudit.config import ConfigError, load_config
+
+    path = tmp_path / "ingestaudit.toml"
+    path.write_text('[pipelines.p]\ndedup = { use = "a.b:Dedup" }\n[pipelines.q]\ndedup = { detector = "c.d:Dedup" }\n',
+                    encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert f"{path}: pipelines.p.dedup.use:" in msg and f"{path}: pipelines.q.dedup.detector:" in msg
+    assert load_config(path, trusted=True).pipelines["p"]["dedup"] == {"use": "a.b:Dedup"}
+
+
+def test_validate_names_a_pipelines_bad_dedup_option(tmp_path):
+    """``validate`` builds each pipeline's dedup step: threshold 1.0 (MinHashLSH refuses it; exact duplicates go by
+    hash) is exit 2 naming the pipeline and the step; a good pipeline beside it is not named. (A bad
+    ``[auditor_options.dedup]`` default is refused by the auditor itself, `test_bad_options_are_refused`.)"""
+    toml = ('[pipelines.bad]\nparser = "reference"\ndedup = { use = "minhash", threshold = 1.0 }\n'
+            '[pipelines.good]\nparser = "reference"\ndedup = { use = "minhash", threshold = 0.9 }\n')
+    root = make_corpus(tmp_path / "corpus", HAND_TEXTS, HAND_GOLD, toml)
+    res = CliRunner().invoke(app, ["validate", str(root)])
+    assert res.exit_code == 2
+    assert "[pipelines.bad] dedup:" in res.output and "threshold" in res.output
+    assert "[pipelines.good]" not in res.output
