@@ -422,7 +422,7 @@ def test_a_signal_3s_into_40_ocr_pages_stops_at_once_and_leaves_nothing(tmp_path
     try:
         t_start = time.monotonic()
         ocr_running = wait_until(lambda: any(cmd.split()[0].endswith("tesseract") and str(tmp) in cmd
-                                             for _, cmd in tagged_processes(tag)), 60)
+                                             for _, cmd in tagged_processes(tag)), 180)  # a loaded machine
         time.sleep(max(0.0, 3 - (time.monotonic() - t_start)))
         assert ocr_running and proc.poll() is None, "the run never reached OCR"
         t0 = time.monotonic()
