@@ -594,3 +594,24 @@ def test_a_folder_named_ingestaudit_where_the_command_runs_does_not_shadow_the_w
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     cer = {r["doc_class"]: (r["micro"], r["states"]["ok"]) for r in report["summary"] if r["metric"] == "extraction.cer"}
     assert cer == {"reports": (0.0, 1), "__all__": (0.0, 1)} and report["failures"] == []  # the reference reads itself
+
+
+def test_a_temporary_folder_too_long_for_the_fork_servers_socket_is_named(tmp_path):
+    """Regression: a long TMPDIR (a pytest-xdist tmp_path was enough) made the fork server's Unix socket path too
+    long (at most 107 bytes); the run stopped with "cannot write <its work folder> (AF_UNIX path too long)", which
+    named the wrong folder. It is now exit 2 naming TMPDIR and what to do."""
+    from typer.testing import CliRunner
+
+    from ingestaudit.cli import app
+
+    long_tmp = tmp_path / ("t" * 120)
+    long_tmp.mkdir()
+    assert CliRunner().invoke(app, ["init", str(tmp_path / "c")]).exit_code == 0
+    done = subprocess.run([sys.executable, "-m", "ingestaudit", "run", str(tmp_path / "c"), "--stage", "extraction",
+                           "-p", "reference", "--executor", "process", "--out", str(tmp_path / "out")],
+                          env={**os.environ, "TMPDIR": str(long_tmp)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    said = " ".join(done.stderr.split())
+    assert f"its socket is made in the temporary folder {long_tmp} (TMPDIR)" in said
+    assert "set TMPDIR to a shorter folder, or use --executor serial" in said
+    assert not (tmp_path / "out").exists()

@@ -186,6 +186,12 @@ def _start_fork_server() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [saved["PYTHONPATH"]])])
     try:
         forkserver.ensure_running()
+    except OSError as exc:  # its Unix socket lives in the temporary folder, whose path may be too long for one
+        import tempfile
+
+        raise ExecutorError(f"the process pool cannot start its fork server ({exc}): its socket is made in the "
+                            f"temporary folder {tempfile.gettempdir()} (TMPDIR), and a Unix socket's path has at "
+                            "most 107 bytes; set TMPDIR to a shorter folder, or use --executor serial") from None
     finally:
         for key, value in saved.items():
             if value is None:
