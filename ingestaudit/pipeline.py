@@ -177,9 +177,9 @@ def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], .
         where: the table in messages (``[pipelines.<name>]``).
 
     Raises:
-        PipelineError: an empty table, a value that is not a non-empty string, a key that is not an extension, an
-            extension given twice (``pdf`` and ``PDF``, ``.pdf`` and ``pdf``), or an unknown parser; the message names
-            the pipeline, the key and the valid parsers.
+        PipelineError: an empty table, a value that is not a non-empty string, a key that is not an extension
+            (``.default`` included), an extension given twice (``pdf`` and ``PDF``, ``.pdf`` and ``pdf``), or an
+            unknown parser; one line per bad key, each naming the pipeline, the key and the valid parsers.
     """
     from ingestaudit.parsers.registry import parser_names
     from ingestaudit.plugins import is_module_path
@@ -191,21 +191,28 @@ def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], .
                             f"{{ pdf = \"pymupdf\", default = \"unstructured\" }} ({known})")
     keys: dict[str, str] = {}
     routes = []
+    problems = []  # every bad key of the table, one line each
     for key, name in table.items():
-        ext = str(key).strip().lower()
-        ext = ext[1:] if ext.startswith(".") else ext
+        raw = str(key).strip().lower()
+        ext = raw[1:] if raw.startswith(".") else raw
         if not isinstance(name, str) or not name.strip():
-            raise PipelineError(f"{where} parser, key {key!r}: {name!r} is not a parser name; give a string ({known})")
-        if not _EXTENSION.fullmatch(ext):
-            raise PipelineError(f"{where} parser, key {key!r}: not a file extension (letters, digits, _ + -, "
-                                f"optionally after one dot) nor {DEFAULT_ROUTE!r} ({known})")
-        if ext in keys:
-            raise PipelineError(f"{where} parser, key {key!r}: extension {ext!r} given twice ({keys[ext]!r} and "
-                                f"{key!r}; keys are case-insensitive, with or without the dot) ({known})")
-        if name not in valid and not is_module_path(name):
-            raise PipelineError(f"{where} parser, key {key!r}: unknown parser {name!r}; {known}")
-        keys[ext] = str(key)
-        routes.append((ext, name))
+            problems.append(f"{where} parser, key {key!r}: {name!r} is not a parser name; give a string ({known})")
+        elif raw == "." + DEFAULT_ROUTE:
+            problems.append(f"{where} parser, key {key!r}: the fallback route is {DEFAULT_ROUTE!r}, without a dot "
+                            f"(a dot marks an extension) ({known})")
+        elif not _EXTENSION.fullmatch(ext):
+            problems.append(f"{where} parser, key {key!r}: not a file extension (letters, digits, _ + -, "
+                            f"optionally after one dot) nor {DEFAULT_ROUTE!r} ({known})")
+        elif ext in keys:
+            problems.append(f"{where} parser, key {key!r}: extension {ext!r} given twice ({keys[ext]!r} and "
+                            f"{key!r}; keys are case-insensitive, with or without the dot) ({known})")
+        elif name not in valid and not is_module_path(name):
+            problems.append(f"{where} parser, key {key!r}: unknown parser {name!r}; {known}")
+        else:
+            keys[ext] = str(key)
+            routes.append((ext, name))
+    if problems:
+        raise PipelineError("\n".join(problems))
     return tuple(sorted(routes, key=lambda r: r[0] == DEFAULT_ROUTE))
 
 

@@ -177,7 +177,18 @@ BAD_TABLES = [
     ('{ pdf = "pymupdf", PDF = "tagged" }', "key 'PDF': extension 'pdf' given twice ('pdf' and 'PDF'"),
     ('{ ".pdf" = "pymupdf", pdf = "tagged" }', "key 'pdf': extension 'pdf' given twice ('.pdf' and 'pdf'"),
     ('{ "tar.gz" = "pymupdf" }', "key 'tar.gz': not a file extension"),
+    ('{ ".default" = "pymupdf" }', "key '.default': the fallback route is 'default', without a dot"),  # hostile trial
 ]
+
+
+def test_every_bad_key_of_a_routing_table_is_named_at_once():
+    """Hostile-input trial: a table with three bad keys was reported one key per run."""
+    with pytest.raises(PipelineError) as caught:
+        make_pipeline("m", {"parser": {"tar.gz": "pymupdf", "*": "unstructured", "pdf": "nosuch", "html": 5,
+                                       "txt": "unstructured"}})
+    lines = str(caught.value).splitlines()
+    assert [line.split(": ", 1)[0] for line in lines] == [f"[pipelines.m] parser, key {k!r}"
+                                                          for k in ("tar.gz", "*", "pdf", "html")]
 
 
 @pytest.mark.parametrize("table, message", BAD_TABLES)
