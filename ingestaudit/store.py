@@ -32,6 +32,8 @@ COLUMNS = ("item", "item_kind", "class", "pipeline", "stage", "metric", "label",
 ADDED_COLUMNS = {"parser": ""}
 """Columns a store written before them lacks (``parser``: report schema 2.2), and the value `iter_batches` reads there
 (a store of an older run is read as it was, never refused)."""
+ADDED_IN = {"parser": (2, 2)}
+"""The report schema version (major, minor) from which each of `ADDED_COLUMNS` is required in a store."""
 ROW_GROUP = 50_000
 SPILL_ROWS = 20_000
 """Rows buffered in memory before they are written to the spill file as one row group."""

@@ -268,10 +268,12 @@ def test_a_store_written_before_the_parser_column_reads_with_an_empty_parser(tmp
     from ingestaudit.report.integrity import check_store
     from ingestaudit.report.schema import ReportError
 
-    check_store(tmp_path / "old.parquet", 2)  # the integrity check reads it too (the column it lacks is a later one)
+    check_store(tmp_path / "old.parquet", 2, "2.1")  # the integrity check reads a 2.1 store without the column
+    with pytest.raises(ReportError, match="no column 'parser'"):  # a 2.2 report's store must have it (hostile trial)
+        check_store(tmp_path / "old.parquet", 2, "2.2")
     with pytest.raises(ReportError, match="no column 'detail'"):  # any other missing column is refused
         pq.write_table(pa.Table.from_pylist([row], schema=schema).drop(["detail"]), tmp_path / "bad.parquet")
-        check_store(tmp_path / "bad.parquet", 1)
+        check_store(tmp_path / "bad.parquet", 1, "2.1")
 
 
 def test_stages_and_parsers_list_the_extensions_each_parser_reads():

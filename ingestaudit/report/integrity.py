@@ -43,13 +43,15 @@ def read_checked_report(path: Path) -> Report:
     report = read_report(path)
     store = store_file(report)  # its SHA-256 checked first: a store of another run is named as such
     if store is not None:
-        check_store(store, report.measurements.rows)  # type: ignore[union-attr]
+        check_store(store, report.measurements.rows, report.schema_version)  # type: ignore[union-attr]
     check_summary(report, path)
     return report
 
 
-def check_store(path: Path, rows: int) -> None:
-    """``path`` is a measurement store of ``rows`` rows that follow the contract (see the module docstring).
+def check_store(path: Path, rows: int, schema_version: str | None = None) -> None:
+    """``path`` is a measurement store of ``rows`` rows that follow the contract (see the module docstring); a
+    column added after the report's ``schema_version`` (`ingestaudit.store.ADDED_IN`; None: the current schema, so
+    every column) may be missing.
 
     Raises:
         ReportError: not Parquet, another schema, another row count, or the first row that breaks the contract.
@@ -57,7 +59,7 @@ def check_store(path: Path, rows: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ingestaudit.store import ADDED_COLUMNS, store_schema
+    from ingestaudit.store import ADDED_COLUMNS, ADDED_IN, store_schema
 
     try:
         with pq.ParquetFile(path) as f:
@@ -67,8 +69,8 @@ def check_store(path: Path, rows: int) -> None:
     want = store_schema()
     have = {f.name: f.type for f in schema}
     for field in want:
-        if field.name not in have and field.name in ADDED_COLUMNS:  # a store of an older schema: read as its default
-            continue
+        if field.name not in have and field.name in ADDED_COLUMNS and _older(schema_version, ADDED_IN[field.name]):
+            continue  # a store of an older schema: read with the column's default
         if field.name not in have:
             raise ReportError(f"{path}: the measurement store has no column {field.name!r}")
         if have[field.name] != field.type:
@@ -90,6 +92,16 @@ def check_store(path: Path, rows: int) -> None:
         ORDER BY file_row_number LIMIT 1""")
     if bad:
         raise ReportError(f"{path}: {_row_problem(*bad[0])}")
+
+
+def _older(schema_version: str | None, added: tuple[int, int]) -> bool:
+    """True when report schema ``schema_version`` (``"2.1"``) comes before ``added``; False for None or a version
+    that does not parse (the current schema's rules apply)."""
+    try:
+        major, minor = (int(x) for x in (schema_version or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < added
 
 
 def _row_problem(n: int, item: Any, pipeline: Any, metric: Any, state: Any, value: Any, num: Any, den: Any,
