@@ -445,6 +445,26 @@ def test_run_baseline_refuses_an_emptied_store_before_the_audit(tmp_path):
     assert not out.exists()
 
 
+def test_run_baseline_with_nothing_measured_is_refused_before_the_audit(tmp_path):
+    """Hostile-input trial: a consistent but empty baseline (no summary row, no measurement row) was found only by
+    the gate, after the audit had replaced the report, yet exit 2 says the previous report is unchanged."""
+    from test_run_outputs import make_corpus
+
+    corpus = make_corpus(tmp_path / "corpus")
+    (corpus / "ingestaudit.toml").write_text('[pipelines.tess]\nparser = "pymupdf"\n', encoding="utf-8")
+    bad = stored_report(tmp_path / "base", n=4)
+    replace_store(bad, store_table(bad).slice(0, 0), rows=0)
+    raw = json.loads(bad.read_text())
+    raw["summary"] = []
+    bad.write_text(json.dumps(raw))
+    out = tmp_path / "out"
+    result = cli("run", str(corpus), "--stage", "extraction", "--out", str(out), "--baseline", str(bad))
+    assert result.exit_code == 2, result.output
+    assert (f"--baseline {bad}: nothing to gate against: the baseline has no summary row for tess; nothing was "
+            "audited") in flat(result)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("edit, fragment", [
     ("DELETE FROM measurements WHERE run_id = 1 AND doc_class = 'scans'",
      "{db} run 1: summary[1] (tess · scans · extraction.cer): state counts differ (summary vs rows: ok 12 vs 0)"),
