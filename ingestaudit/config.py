@@ -170,6 +170,24 @@ class Config(_Strict):
     limits: Limits = Field(default=Limits(), description="[limits]: input size limits")
 
 
+def _refuse_a_link_out_of_the_corpus(path: Path) -> None:
+    """A corpus's own ``ingestaudit.toml`` that is a link to a regular file outside the corpus (its folder) and
+    outside ``$INGESTAUDIT_LINK_ROOTS`` is not read, as a document's link is not (`ingestaudit.inputs.unsafe_reason`);
+    a link to what is not a regular file is the reader's to name.
+
+    Raises:
+        ConfigError: naming the file and where it leads.
+    """
+    import os
+
+    from ingestaudit.inputs import allowed_link_roots, unsafe_reason
+
+    if os.path.islink(path) and os.path.isfile(path):
+        why = unsafe_reason(path, path.parent.resolve(), allowed_link_roots())
+        if why is not None:
+            raise ConfigError(f"{path}: {why}")
+
+
 def load_config(path: Path | None, *, trusted: bool = False) -> Config:
     """Read a TOML configuration; None gives the defaults.
 
@@ -186,6 +204,8 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
         return Config()
     from ingestaudit.inputs import InputFileError, read_input_text
 
+    if not trusted:
+        _refuse_a_link_out_of_the_corpus(Path(path))
     try:
         raw = tomllib.loads(read_input_text(path, max_bytes=CONFIG_BYTES, limit="CONFIG_BYTES"))
     except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named, never ignored

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ingestaudit.document import Document
 from ingestaudit.errors import IngestAuditError
-from ingestaudit.inputs import file_kind
+from ingestaudit.inputs import LINK_ROOTS_ENV, allowed_link_roots, unsafe_reason  # noqa: F401 (LINK_ROOTS_ENV re-exported)
 from ingestaudit.truth import Problem, over_size
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ TRUTH_TEXT = ".txt"
 TRUTH_JSON = ".json"
 TRUTH_EXTRA = (".page.xml", ".alto.xml", ".tables.html")  # PAGE XML / ALTO reference text, table HTML
 QUESTIONS = "questions.jsonl"  # labelled questions at the corpus root (DESIGN.md, "Questions")
-LINK_ROOTS_ENV = "INGESTAUDIT_LINK_ROOTS"  # folders outside the corpus its links may point into
 
 
 class CorpusError(IngestAuditError):
@@ -151,35 +150,6 @@ def _content_digests(corpus: Corpus, limits: "Limits") -> tuple[str, dict[str, s
         fp.update(shares[path])
         fp.update(b"\1")
     return fp.hexdigest(), items
-
-
-def allowed_link_roots(extra: Iterable[Path | str] = ()) -> tuple[Path, ...]:
-    """The folders outside a corpus that its links may point into: ``extra`` and those in ``$INGESTAUDIT_LINK_ROOTS``
-    (resolved; empty entries ignored)."""
-    listed = [*extra, *os.environ.get(LINK_ROOTS_ENV, "").split(os.pathsep)]
-    return tuple(Path(p).resolve() for p in listed if str(p))
-
-
-def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str | None:
-    """Why ``path`` must not be read as a corpus file, or None when it may be: it is not a regular file (a FIFO, a
-    socket or a device, itself or through a link), or its resolved path is neither under ``root`` nor under one of
-    ``allowed`` (both resolved). Only ``stat`` is called: the file is never opened, so a FIFO cannot block.
-    """
-    try:
-        st = path.stat()
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    kind = file_kind(st.st_mode)
-    if kind is not None:
-        return f"{kind}, not a regular file: not read"
-    try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError) as exc:  # a link loop
-        return f"cannot be resolved ({exc})"
-    if real.is_relative_to(root) or any(real.is_relative_to(a) for a in allowed):
-        return None
-    return (f"resolves outside the corpus (to {real}): not read; a link out of the corpus is followed only into a "
-            f"folder listed in ${LINK_ROOTS_ENV}")
 
 
 def _visible_files(folder: Path, problems: list[Problem], root: Path, allowed: tuple[Path, ...] = ()) -> list[Path]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -133,3 +133,36 @@ def read_input_text(path: Path | str, *, max_bytes: int, limit: str, bom: bool =
         return data.decode("utf-8-sig" if bom else "utf-8")
     except UnicodeDecodeError as exc:
         raise InputFileError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+LINK_ROOTS_ENV = "INGESTAUDIT_LINK_ROOTS"
+"""Folders outside a corpus that its links may point into (``os.pathsep``-separated)."""
+
+
+def allowed_link_roots(extra: Iterable[Path | str] = ()) -> tuple[Path, ...]:
+    """The folders outside a corpus that its links may point into: ``extra`` and those in ``$INGESTAUDIT_LINK_ROOTS``
+    (resolved; empty entries ignored)."""
+    listed = [*extra, *os.environ.get(LINK_ROOTS_ENV, "").split(os.pathsep)]
+    return tuple(Path(p).resolve() for p in listed if str(p))
+
+
+def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str | None:
+    """Why ``path`` must not be read as a corpus file, or None when it may be: it is not a regular file (a FIFO, a
+    socket or a device, itself or through a link), or its resolved path is neither under ``root`` nor under one of
+    ``allowed`` (both resolved). Only ``stat`` is called: the file is never opened, so a FIFO cannot block.
+    """
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    kind = file_kind(st.st_mode)
+    if kind is not None:
+        return f"{kind}, not a regular file: not read"
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # a link loop
+        return f"cannot be resolved ({exc})"
+    if real.is_relative_to(root) or any(real.is_relative_to(a) for a in allowed):
+        return None
+    return (f"resolves outside the corpus (to {real}): not read; a link out of the corpus is followed only into a "
+            f"folder listed in ${LINK_ROOTS_ENV}")

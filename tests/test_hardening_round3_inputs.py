@@ -452,3 +452,29 @@ def test_point8_an_index_of_zero_vectors_gives_error_rows_never_recall_1():
     why = "every one of the 9 indexed vectors is a zero vector: nearest neighbours are undefined (every score ties)"
     assert res.failures == [f"query 'v/blank#{i}': {why}" for i in range(9)]
     assert res.details["queries"]["undefined_total"] == 9
+
+
+def test_a_corpus_toml_linked_out_of_the_corpus_is_not_read(tmp_path, monkeypatch):
+    """Hostile-input trial: a document's link out of the corpus was refused, its ``ingestaudit.toml``'s was followed
+    (the target read, its key names echoed). Now both follow the same rule: only into ``$INGESTAUDIT_LINK_ROOTS``."""
+    from typer.testing import CliRunner
+
+    from ingestaudit.cli import app
+
+    monkeypatch.delenv("INGESTAUDIT_LINK_ROOTS", raising=False)
+    corpus = tmp_path / "c"
+    assert CliRunner().invoke(app, ["init", str(corpus)]).exit_code == 0
+    secret = tmp_path / "elsewhere" / "secret.env"
+    secret.parent.mkdir()
+    secret.write_text('api_token = "s3cr3t"\n', encoding="utf-8")
+    (corpus / "ingestaudit.toml").unlink()
+    (corpus / "ingestaudit.toml").symlink_to(secret)
+    for args in (["validate", str(corpus)], ["run", str(corpus), "--stage", "extraction", "--out", str(tmp_path / "o")]):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2, r.output
+        said = " ".join(r.output.split())
+        assert f"{corpus / 'ingestaudit.toml'}: resolves outside the corpus (to {secret.resolve()}): not read" in said
+        assert "api_token" not in said
+    monkeypatch.setenv("INGESTAUDIT_LINK_ROOTS", str(secret.parent))  # a listed folder: read (and its bad key named)
+    r = CliRunner().invoke(app, ["validate", str(corpus)])
+    assert r.exit_code == 2 and "api_token: unknown key 'api_token'" in " ".join(r.output.split())
