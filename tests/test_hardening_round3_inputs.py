@@ -146,6 +146,8 @@ def test_point1_special_vectors_npy_is_an_error_never_the_runs_own_vectors(tmp_p
     what = "a named pipe (FIFO)" if kind == "fifo" else "a character device (through the link '/dev/zero')"
     assert res.corpus_scores[0][1].detail["reason"] == (f"UserIndexError: {folder / 'vectors.npy'}: {what}, not a "
                                                         "regular file: not read")
+    # listed once among the run's failures, as a bad retrieval.jsonl is (hostile-input trial: it was not)
+    assert res.failures == [res.corpus_scores[0][1].detail["reason"]]
 
 
 def test_point1_ann_results_without_vectors_is_an_error_never_the_runs_own_hnsw(tmp_path):

@@ -1156,10 +1156,13 @@ class IndexAuditor(PipelineAuditor):
                               failures=_answer_failures(details.get("queries", {})))
 
     def _missing(self, state: State, reason: str) -> PipelineResult:
+        """Every metric in ``state``; an ``error`` (a user's file that cannot be used, a failed build) is also the
+        pipeline's failure, listed once like any other."""
         rows = [(ALL, Score.missing(m, state, reason), 0) for m in self.metric_names()]
         return PipelineResult(corpus_scores=rows, details={"state": {"state": state.value, "reason": reason},
                                                            "overview": {"warnings": [f"{state.value}: {reason}"],
-                                                                        "lines": []}})
+                                                                        "lines": []}},
+                              failures=[reason] if state is State.ERROR else [])
 
     def _inputs(self, ctx: PipelineContext) -> dict[str, Any] | str:
         """audit_vectors keyword arguments for ``ctx``, or the reason there is nothing to audit.
