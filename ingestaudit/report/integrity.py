@@ -176,11 +176,19 @@ def check_summary(report: Report, path: Path) -> None:
     for pipeline, cls, metric, label, state, n, n_num, n_den, v, num, den in found:
         key = (pipeline, ALL_CLASSES if cls is None else cls, metric, label)
         groups.setdefault(key, {})[state] = (n, n_num, n_den, v, num, den)
-    summarised = set()
+    summarised: dict[tuple[str, str, str, str], int] = {}
+    listed = {p.name for p in report.pipelines}
     for i, row in enumerate(report.summary):
         key = (row.pipeline, row.doc_class, row.metric, row.label)
-        summarised.add(key)
-        problem = _out_of_range(row)
+        problem = ""
+        if key in summarised:
+            problem = f"repeats summary[{summarised[key]}]"
+        elif listed and row.pipeline not in listed:
+            problem = f"pipeline {row.pipeline!r} is not among the report's pipelines ({', '.join(sorted(listed))})"
+        elif row.ci_low is not None and row.ci_high is not None and row.ci_low > row.ci_high:
+            problem = f"its interval is reversed (ci_low {row.ci_low:g} > ci_high {row.ci_high:g})"
+        summarised.setdefault(key, i)
+        problem = problem or _out_of_range(row)
         if not problem and row.level == "document":
             problem = _disagreement(row, groups.get(key, {}))
         if problem:

@@ -506,6 +506,27 @@ def test_a_fifo_given_as_a_report_or_a_history_is_refused_without_blocking(tmp_p
         assert message in flat(result), (args, result.output)
 
 
+def test_a_summary_repeating_a_row_reversing_an_interval_or_naming_an_unlisted_pipeline_is_exit_2(tmp_path):
+    """Hostile-input trial: each of these passed ``report`` and ``compare`` (exit 0)."""
+    bad = stored_report(tmp_path / "odd", n=4)
+    raw = json.loads(bad.read_text())
+    fine = json.dumps(raw)
+    raw["summary"].append(dict(raw["summary"][1]))  # summary[3] is summary[1] again
+    bad.write_text(json.dumps(raw))
+    assert_refused(gated_both_ways(tmp_path / "dup", bad), f"{bad}: summary[3] (tess · scans · extraction.cer): "
+                   "repeats summary[1]")
+    raw = json.loads(fine)
+    raw["summary"][0]["ci_low"], raw["summary"][0]["ci_high"] = 0.3, 0.1
+    bad.write_text(json.dumps(raw))
+    assert_refused(gated_both_ways(tmp_path / "ci", bad), f"{bad}: summary[0] (tess · memos · extraction.cer): its "
+                   "interval is reversed (ci_low 0.3 > ci_high 0.1)")
+    raw = json.loads(fine)
+    raw["pipelines"][0]["name"] = "ocr"  # the summary and the rows still say tess
+    bad.write_text(json.dumps(raw))
+    assert_refused(gated_both_ways(tmp_path / "pipe", bad), f"{bad}: summary[0] (tess · memos · extraction.cer): "
+                   "pipeline 'tess' is not among the report's pipelines (ocr)")
+
+
 def test_a_summary_value_outside_its_metric_range_is_exit_2(tmp_path):
     bad = stored_report(tmp_path / "ari", n=5)
     raw = json.loads(bad.read_text())
