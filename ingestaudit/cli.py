@@ -371,7 +371,9 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
             _fail(f"--baseline {baseline}: no pipeline in common: the baseline has {', '.join(base_names) or 'none'};"
                   f" this run has {', '.join(pipelines)}", "name the run's pipelines as the baseline's, or compare "
                   "the two reports with 'ingestaudit compare BASE HEAD --map OLD=NEW'")
-        if not any(r.pipeline in shared for r in base_report.summary):  # the gate would refuse it after the audit
+        from ingestaudit.report.compare import has_summary_for
+
+        if not has_summary_for(base_report, shared):  # the gate would refuse it after the audit
             _fail(f"--baseline {baseline}: nothing to gate against: the baseline has no summary row for "
                   f"{', '.join(sorted(shared))}; nothing was audited")
     budgets = resolve_budgets(config_gate, list(budget_flags or []), config_source=f"{cfg_path or 'config'} [gate]",

@@ -52,6 +52,14 @@ class InputFileError(IngestAuditError):
         self.path, self.reason, self.limit, self.oserror, self.kind = str(path), reason, limit, oserror, kind
         super().__init__(f"{path}: {reason}")
 
+    @property
+    def cause(self) -> str:
+        """What went wrong, without the path: the OS error's own text (``No such file or directory``) when there is
+        one, else the reason."""
+        if self.oserror is not None:
+            return str(self.oserror.strerror or self.oserror)
+        return self.reason
+
 
 def _refuse(path: Path | str, st: os.stat_result, max_bytes: int, limit: str) -> None:
     kind = file_kind(st.st_mode)

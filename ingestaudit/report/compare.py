@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -307,6 +307,13 @@ STATUSES = ("regression", "within_noise", "within_budget", "improved", "unchange
 
 # --- pairing ---------------------------------------------------------------------------------------------------------
 
+def has_summary_for(base: Report, pipelines: Iterable[str]) -> bool:
+    """True when ``base`` has a summary row for one of ``pipelines``: else there is nothing to gate against (an empty
+    store is never a pass). `gate` raises then; ``run --baseline`` checks it before the audit."""
+    wanted = set(pipelines)
+    return any(r.pipeline in wanted for r in base.summary)
+
+
 def pipeline_pairs(base: Report, head: Report, maps: Sequence[str] = ()) -> list[tuple[str, str]]:
     """``(base pipeline, head pipeline)`` pairs: same names, plus ``--map OLD=NEW``.
 
@@ -424,7 +431,7 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
     """
     budgets = budgets or {}
     pairs_of_pipelines = pipeline_pairs(base, head, maps)
-    if not any(r.pipeline == pb for r in base.summary for pb, _ in pairs_of_pipelines):
+    if not has_summary_for(base, (pb for pb, _ in pairs_of_pipelines)):
         raise GateError(f"{base_label}: nothing to gate against: the baseline has no summary row for "
                         f"{', '.join(pb for pb, _ in pairs_of_pipelines)} (and {row_count(base)} measurement rows)")
     b_index, h_index = _index(base), _index(head)

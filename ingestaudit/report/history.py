@@ -115,8 +115,7 @@ def _sniff(path: Path) -> None:
             raise HistoryError(f"{path}: is a folder, not a history file") from None
         if exc.kind is not None:
             raise HistoryError(f"{path}: not a regular file, so not a history file ({exc.reason})") from None
-        why = (exc.oserror.strerror or exc.oserror) if exc.oserror is not None else exc.reason
-        raise HistoryError(f"{path}: cannot be read ({why})") from None
+        raise HistoryError(f"{path}: cannot be read ({exc.cause})") from None
     offset, magic = _DUCKDB_MAGIC
     if not head or head[offset:offset + len(magic)] == magic:
         return

@@ -433,8 +433,7 @@ def read_report(path: Path) -> Report:
     except InputFileError as exc:  # a FIFO, a device, a folder, over the size: named (issue 30)
         if exc.kind is not None:
             raise ReportError(f"{path}: not a regular file, so not a report.json ({exc.reason})") from None
-        why = (exc.oserror.strerror or exc.oserror) if exc.oserror is not None else exc.reason
-        raise ReportError(f"{path}: not a readable JSON report ({why})") from None
+        raise ReportError(f"{path}: not a readable JSON report ({exc.cause})") from None
     try:
         raw = json.loads(text, parse_constant=no_constants)
     except (ValueError, RecursionError) as exc:
