@@ -153,15 +153,14 @@ def implementation_problems(pipelines: Sequence[Pipeline]) -> list[str]:
 
 
 def step_problems(cfg: Config, pipelines: Sequence[Pipeline]) -> list[str]:
-    """One message per pipeline whose own ``language``, ``pii`` (`ingestaudit.steps`) or ``dedup``
-    (`ingestaudit.corpus_steps`) table does not build, with ``[auditor_options.<stage>]``'s step options as its
+    """One message per pipeline whose own ``language``, ``pii`` or ``dedup`` (`ingestaudit.steps`) table does not
+    build, with ``[auditor_options.<stage>]``'s step options as its
     defaults (a bad auditor table is `_stage_problems`')."""
-    from ingestaudit import corpus_steps
     from ingestaudit.auditors.registry import load_auditor
-    from ingestaudit.steps import STEP_OF_STAGE, check_step
+    from ingestaudit.steps import CORPUS_STEP_OF_STAGE, STEP_OF_STAGE, build_step, check_step
 
     problems = []
-    for stage, step in {**STEP_OF_STAGE, **corpus_steps.STEP_OF_STAGE}.items():
+    for stage, step in {**STEP_OF_STAGE, **CORPUS_STEP_OF_STAGE}.items():
         named = [p for p in pipelines if p.step(step) is not None]
         if not named:
             continue
@@ -171,12 +170,12 @@ def step_problems(cfg: Config, pipelines: Sequence[Pipeline]) -> list[str]:
             continue
         for p in named:
             try:
-                if stage in corpus_steps.STEP_OF_STAGE:
-                    corpus_steps.build_step(stage, p.step(step), defaults)
+                if stage in CORPUS_STEP_OF_STAGE:
+                    build_step(stage, p.step(step), defaults)
                 else:
                     check_step(p, step, defaults)
             except ValueError as exc:
-                problems.append(str(exc) if stage not in corpus_steps.STEP_OF_STAGE
+                problems.append(str(exc) if stage not in CORPUS_STEP_OF_STAGE
                                 else f"[pipelines.{p.name}] {step}: {exc}")
     return problems
 
@@ -205,7 +204,7 @@ def _cleaner(choice: StageChoice) -> Any:
 
 
 def _chunker(choice: StageChoice) -> Any:
-    from ingestaudit.runner import _precomputed_or
+    from ingestaudit.document_steps import precomputed_or as _precomputed_or
     from ingestaudit.stages.chunkers.registry import load_chunker
 
     return _precomputed_or(choice) if choice.use == "precomputed" else load_chunker(choice.use, choice.kwargs())

@@ -38,9 +38,8 @@ DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "
 DETECTION_STEPS = ("language", "pii", "dedup")
 """Optional steps a pipeline may name (``language = { use = "lingua", ... }``, ``pii = { use = "presidio", ... }``,
 ``dedup = { use = "minhash", threshold = 0.8 }``); they run when their stage is audited, with the options of
-`ingestaudit.steps` (language, pii: per document) or `ingestaudit.corpus_steps` (dedup: per document, then once per
-pipeline), the auditor options as defaults and the pipeline's table over them. A pipeline that does not name one
-runs it with the defaults."""
+`ingestaudit.steps` (language, pii: per document; dedup: per document, then once per pipeline), the auditor options
+as defaults and the pipeline's table over them. A pipeline that does not name one runs it with the defaults."""
 
 DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua", "pii": "presidio", "dedup": "minhash"}
 """The implementation a detection step takes when neither the pipeline nor ``[auditor_options]`` names one."""

@@ -10,9 +10,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from _rows import load_report, measurements
-from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusItem
+from ingestaudit.auditors.base import ArtefactItem, ItemArtefacts
 from ingestaudit.auditors.dedup import DedupAuditor
-from ingestaudit.corpus_steps import StepAudit, with_step
+from ingestaudit import steps
+from ingestaudit.steps import StepAudit, audit_corpus, with_step
 from ingestaudit.pipeline import make_pipeline
 from ingestaudit.stages.dedup_step import DedupStep
 from ingestaudit.auditors.language import LanguageAuditor
@@ -68,10 +69,10 @@ def test_no_corpus_level_auditor_receives_a_parsed_document(tmp_path, monkeypatc
     corpus, outputs = _corpus(tmp_path)
     seen: list[tuple[str, int]] = []
 
-    def refuse(self, items):
+    def refuse(*args, **kwargs):
         raise AssertionError("a run called audit_corpus (parsed documents) instead of audit_artefacts")
 
-    monkeypatch.setattr(CorpusAuditor, "audit_corpus", refuse)
+    monkeypatch.setattr(steps, "audit_corpus", refuse)
     for cls in (StepAudit, LanguageAuditor, PiiAuditor):  # dedup: its auditor with the pipeline's dedup step
         real = cls.audit_artefacts
 
@@ -102,9 +103,10 @@ def test_artefacts_pickle_small_and_carry_no_text_for_the_built_in_detectors():
     dedup = DedupStep().document(parsed)  # the dedup step's part; the auditor's is the gold group only
     assert dedup.text is None and dedup.sketch is not None and len(dedup.sketch.signatures[128]) == 128
     detection = LanguageStep(mixed=False).run(ParsedDocument(text=TEXT, extras={"language": "en"}), truth.text, ("en",))
-    lang = LanguageAuditor().artefact(truth, detection, ("en",))
+    lang = LanguageAuditor().artefact(ItemArtefacts.of(truth, steps={"language": detection}), ("en",))
     assert (lang.label, lang.predicted, lang.source) == ("en", "en", "precomputed")
-    pii = PiiAuditor(scrubber="precomputed").artefact(truth, PiiStep(scrubber="precomputed").run(parsed, truth.text), ())
+    found = PiiStep(scrubber="precomputed").run(parsed, truth.text)
+    pii = PiiAuditor(scrubber="precomputed").artefact(ItemArtefacts.of(truth, steps={"pii": found}), ())
     assert pii.scored and pii.redo is None and pii.doc.input_text == "" and pii.doc.item.truth.text is None
     for art in (lang, pii):
         assert TEXT not in pickle.dumps(art).decode("latin-1")
@@ -116,13 +118,14 @@ def test_a_run_equals_audit_corpus_on_the_parsed_documents():
     import tempfile
 
     texts = [TEXT, TEXT.replace("Monday", "Friday"), TEXT[::-1], "too short"]
-    items = [CorpusItem(f"c/d{i}", "c", Truth(dup_group="g" if i < 2 else None), ParsedDocument(text=t))
+    items = [ItemArtefacts(f"c/d{i}", "c", Truth(dup_group="g" if i < 2 else None), ParsedDocument(text=t))
              for i, t in enumerate(texts)]
     auditor = with_step(DedupAuditor(), make_pipeline("p"))
-    direct = auditor.audit_corpus(items)
+    direct = audit_corpus(auditor, items)
     with tempfile.TemporaryDirectory() as folder:
-        arts = [ArtefactItem(i.doc_id, i.doc_class, auditor.stow(auditor.artefact(i.truth, i.parsed, ()), folder))
-                for i in items]
+        arts = [ArtefactItem(i.doc_id, i.doc_class, auditor.stow(auditor.artefact(
+            dataclasses.replace(i, steps={"dedup": auditor.corpus_step.document(i.parsed)}), ()), folder))
+            for i in items]
         assert all(a.artefact[1].shingles is None and a.artefact[1].shingle_ref for a in arts)
         split = auditor.audit_artefacts(arts, ())
     assert split.doc_scores == direct.doc_scores and split.corpus_scores == direct.corpus_scores

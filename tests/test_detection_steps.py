@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 AUDIT_HAND_MADE = r'''
 import json, sys
-from ingestaudit.auditors.base import ArtefactItem
+from ingestaudit.auditors.base import ArtefactItem, ItemArtefacts
 from ingestaudit.auditors.language import LanguageAuditor
 from ingestaudit.detections import LanguageDetection
 from ingestaudit.measurement import State
@@ -32,8 +32,10 @@ def det(pred, source="stub"):
     return LanguageDetection("stub", False, cand, True, pred, source if pred is not None else "stub")
 a = LanguageAuditor(n_resamples=50)
 docs = [("c/a", "en", det("en")), ("c/b", "en", det("de")), ("c/c", "de", det("de")), ("c/d", "de", det(None))]
-items = [ArtefactItem(d, "c", a.artefact(Truth(language=lab), x, ("de", "en"))) for d, lab, x in docs]
-items.append(ArtefactItem("c/e", "c", a.artefact(Truth(language="en"), LanguageDetection("stub", False, cand), ()),
+items = [ArtefactItem(d, "c", a.artefact(ItemArtefacts.of(Truth(language=lab), steps={"language": x}), ("de", "en")))
+         for d, lab, x in docs]
+unran = ItemArtefacts.of(Truth(language="en"), steps={"language": LanguageDetection("stub", False, cand)})
+items.append(ArtefactItem("c/e", "c", a.artefact(unran, ()),
                           State.NO_PREDICTION, "no output"))
 res = a.audit_artefacts(items, ("de", "en"))
 rows = {(c, s.metric, s.label): [s.value, s.numerator, s.denominator, n] for c, s, n in res.corpus_scores}
@@ -46,7 +48,8 @@ text = "Call Ana Lima at 555-0100"
 truth = Truth(text=text, pii=(Span(5, 13, "PERSON"), Span(17, 25, "PHONE_NUMBER")))
 pii = PiiAuditor()
 found = PiiDetection("stub", True, "stub", text, (Span(5, 13, "PERSON"),))
-pres = pii.audit_artefacts([ArtefactItem("c/p", "c", pii.artefact(truth, found, ("PERSON", "PHONE_NUMBER")))],
+art = pii.artefact(ItemArtefacts.of(truth, steps={"pii": found}), ("PERSON", "PHONE_NUMBER"))
+pres = pii.audit_artefacts([ArtefactItem("c/p", "c", art)],
                            ("PERSON", "PHONE_NUMBER"))
 pii_rows = {s.metric + "|" + s.label: [s.state.value, s.value, s.numerator, s.denominator] for _, s in pres.doc_scores}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("lingua", "presidio_analyzer", "spacy")

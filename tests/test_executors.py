@@ -360,7 +360,7 @@ def test_a_dead_scheduler_is_an_error_before_any_truth_file_is_read(tmp_path, mo
     def never(*a, **k):
         raise AssertionError("truth files were read before the scheduler was asked")
 
-    monkeypatch.setattr(runner, "_load_truths", never)
+    monkeypatch.setattr(runner, "load_truths", never)
     addr = f"tcp://127.0.0.1:{free_port()}"
     r = CliRunner().invoke(app, ["run", str(DEMO), "-p", "pymupdf", "--stage", "extraction", "--scheduler", addr,
                                  "--out", str(tmp_path / "o")])

@@ -451,7 +451,7 @@ def test_acceptance_no_byte_of_a_linked_file_in_any_output(tmp_path):
 
 UNPICKLABLE_RUN = """
 import sys
-import ingestaudit.runner as runner
+import ingestaudit.truth_pass as truth_pass
 from ingestaudit.cli import app
 from ingestaudit.truth import Truth
 
@@ -460,13 +460,13 @@ node = deep
 for _ in range(100_000):
     node["children"] = [{}]
     node = node["children"][0]
-real = runner.load_truth
+real = truth_pass.load_truth
 
 def with_deep(doc, root, limits=None):
     truth = real(doc, root, limits)
     return Truth(text=truth.text, sections=(deep,)) if doc.doc_id == "a/deep" else truth
 
-runner.load_truth = with_deep
+truth_pass.load_truth = with_deep
 sys.argv = ["ingestaudit", *sys.argv[1:]]
 app()
 """

@@ -302,7 +302,7 @@ def test_point1_run_names_the_users_retrieval_file_as_the_retriever_and_errors_o
 def test_point1_report_names_the_users_vectors_and_answers_as_the_index(tmp_path):
     from ingestaudit.config import Config
     from ingestaudit.report.schema import StageInfo
-    from ingestaudit.runner import _user_sources
+    from ingestaudit.pipeline_provenance import user_sources as _user_sources
 
     folder = tmp_path / "store"
     folder.mkdir()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.cli import app
 from ingestaudit.config import ConfigError, Limits, load_config
 from ingestaudit.corpus import discover
@@ -244,11 +245,13 @@ def test_predicted_tables_over_the_limit_skip_the_tables_rows_without_comparing(
 
     monkeypatch.setattr(tables_mod, "match_tables", lambda *a, **k: pytest.fail("tables compared"))
     one = "<table><tr><td>1</td></tr></table>"
-    rows = TablesAuditor(max_tables=100).audit(Truth(tables=(one,)), ParsedDocument("t", tables=(one,) * 20_000))
+    rows = TablesAuditor(max_tables=100).audit(ItemArtefacts.of(Truth(tables=(one,)),
+                                                                ParsedDocument("t", tables=(one,) * 20_000)))
     assert {r.state.value for r in rows} == {"skipped"}
     assert {r.detail["reason"] for r in rows} == {"20000 predicted tables, over limits.tables = 100: not compared"}
     assert sorted({r.label for r in rows}) == ["", "table/0"]  # the reference side is within the limit
-    rows = TablesAuditor(max_tables=100).audit(Truth(tables=(one * 200,)), ParsedDocument("t", tables=(one,)))
+    rows = TablesAuditor(max_tables=100).audit(ItemArtefacts.of(Truth(tables=(one * 200,)),
+                                                                ParsedDocument("t", tables=(one,))))
     assert {r.label for r in rows} == {""} and len(rows) == 5  # 200 reference tables: no row per table
     assert TablesAuditor(max_tables=7).options()["budget"]["max_tables"] == 7
 
@@ -300,17 +303,17 @@ def test_validate_prints_a_count_not_every_pair(tmp_path):
 # --- 4. per-item isolation ------------------------------------------------------------------------------------------
 
 def test_any_exception_while_loading_one_documents_labels_is_that_documents_problem(tmp_path, monkeypatch):
-    import ingestaudit.runner as runner
+    import ingestaudit.truth_pass as truth_pass
 
     c = corpus(tmp_path / "c", {"a/bad.txt": "x", "a/ok.txt": "x"}, {"a/bad.txt": "hello", "a/ok.txt": "hello"})
-    real = runner.load_truth
+    real = truth_pass.load_truth
 
     def flaky(doc, root, limits=None):
         if doc.doc_id == "a/bad":
             raise RuntimeError("a loader bug")
         return real(doc, root, limits)
 
-    monkeypatch.setattr(runner, "load_truth", flaky)
+    monkeypatch.setattr(truth_pass, "load_truth", flaky)
     rep = run_report(c, tmp_path / "o")
     assert [(f["stage"], f["message"]) for f in rep["failures"] if f["item"] == "a/bad"] == [
         ("truth", "truth/a/bad.*: RuntimeError: a loader bug")]
@@ -332,7 +335,7 @@ def test_a_questions_line_nested_100000_deep_does_not_stop_the_run(tmp_path):
 
 
 def test_a_task_that_cannot_be_pickled_is_an_error_row_and_the_run_finishes(tmp_path, monkeypatch):
-    import ingestaudit.runner as runner
+    import ingestaudit.truth_pass as truth_pass
     from ingestaudit.truth import Truth
 
     c = corpus(tmp_path / "c", {"a/deep.txt": "x", "a/ok.txt": "x"}, {"a/deep.txt": "hello", "a/ok.txt": "hello"})
@@ -341,13 +344,13 @@ def test_a_task_that_cannot_be_pickled_is_an_error_row_and_the_run_finishes(tmp_
     for _ in range(100_000):  # what no truth file can hold any more (json_depth), built by hand
         node["children"] = [{}]
         node = node["children"][0]
-    real = runner.load_truth
+    real = truth_pass.load_truth
 
     def with_deep(doc, root, limits=None):
         truth = real(doc, root, limits)
         return Truth(text=truth.text, sections=(deep,)) if doc.doc_id == "a/deep" else truth
 
-    monkeypatch.setattr(runner, "load_truth", with_deep)
+    monkeypatch.setattr(truth_pass, "load_truth", with_deep)
     for executor in ("serial",):  # the process pool: tests/test_hardening.py::test_acceptance_a_task_the_pool_...
         out = tmp_path / executor
         r = cli("run", str(c), "-p", "reference", "--executor", executor, "--out", str(out))
@@ -491,7 +494,7 @@ def test_mupdf_warnings_on_a_truncated_pdf_reach_every_view(tmp_path):
 
 def test_warnings_are_capped_per_document():
     from ingestaudit.report.schema import MAX_PARSE_WARNINGS, MAX_WARNING_CHARS
-    from ingestaudit.runner import _kept_warnings
+    from ingestaudit.document_steps import kept_warnings as _kept_warnings
 
     kept, count = _kept_warnings(tuple(f"w{i}" for i in range(50)) + ("x" * 1000,))
     assert count == 51 and kept == tuple(f"w{i}" for i in range(MAX_PARSE_WARNINGS))

@@ -1,9 +1,21 @@
-"""The auditor plug point: an auditor measures one stage of one document against its truth."""
+"""The auditor plug point (DESIGN.md: auditors only read).
+
+One interface: an `Auditor` declares its ``scope`` (`Scope`: one document, the corpus of one pipeline, or the
+pipeline's chunks, vectors and questions) and the artefacts it ``reads`` (``"parsed"``, ``"chain"``, or the name
+of a pipeline step such as ``"language"``, ``"pii"``, ``"dedup"``); the runner hands it those artefacts, computed
+once per (pipeline, document) by `ingestaudit.document_steps`, and dispatches on these two declarations only.
+
+- ``Scope.DOCUMENT``: `Auditor.audit` on one `ItemArtefacts` (in the worker).
+- ``Scope.CORPUS``: `Auditor.artefact` on one `ItemArtefacts` (in the worker: a compact, picklable summary), then
+  `Auditor.audit_artefacts` over every document's `ArtefactItem` (main process, once per pipeline).
+- ``Scope.PIPELINE``: `Auditor.audit_pipeline` on a `PipelineContext` (main process, once per pipeline).
+"""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, ClassVar
 
 from ingestaudit.measurement import Score, State
@@ -12,49 +24,145 @@ from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 
-class Auditor(ABC):
-    """Measures one stage for one (document, parser) pair.
+class Scope(Enum):
+    """What one call of an auditor sees: one document (``DOCUMENT``), every document of one pipeline through
+    compact per-document artefacts (``CORPUS``), or one pipeline's chunks, vectors, index and questions
+    (``PIPELINE``)."""
 
-    Subclasses set ``stage`` and ``metrics`` (their `MetricSpec`s, registered on import) and implement `applies` and
-    `audit`. Options that change numbers (normalization profile...) come in through ``__init__`` and are returned by
-    `options` so the report prints them next to the numbers.
-    """
+    DOCUMENT = "document"
+    CORPUS = "corpus"
+    PIPELINE = "pipeline"
 
-    stage: ClassVar[str]
-    metrics: ClassVar[tuple[MetricSpec, ...]]
 
-    def options(self) -> dict[str, Any]:
-        """Every option that changes this auditor's numbers, JSON-serialisable."""
-        return {}
-
-    @abstractmethod
-    def applies(self, truth: Truth) -> bool:
-        """True when ``truth`` holds what this auditor measures against (auditors needing no truth return True)."""
-
-    @abstractmethod
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
-        """Scores for one document. Must not raise for bad stage output: return rows in a non-``ok`` state instead.
-        The runner turns any exception that escapes into ``error`` rows for this stage."""
+PARSED = "parsed"
+"""`Auditor.reads` entry: the parser's `ParsedDocument` (`ItemArtefacts.parsed`)."""
+CHAIN = "chain"
+"""`Auditor.reads` entry: the clean -> chunk -> embed output (`ItemArtefacts.chain`, an
+`ingestaudit.chain.ChainOutput`)."""
 
 
 @dataclass(frozen=True)
-class CorpusItem:
-    """One document as a corpus-level auditor sees it, for one parser.
+class ItemArtefacts:
+    """Everything the steps of one pipeline produced for one document, and its truth: what an auditor reads.
 
-    ``parsed`` is None when the parser produced nothing for it; ``state`` and ``reason`` then say why
-    (``no_prediction``, ``error``, ``skipped``).
+    Attributes:
+        doc_id, doc_class: the document and its stratum.
+        truth: its labels (`ingestaudit.truth.Truth`).
+        parsed: the parser's output; None when the pipeline produced nothing for it (``state`` and ``reason``
+            say why: ``no_prediction``, ``error``, ``skipped``).
+        chain: the clean -> chunk -> embed output (`ingestaudit.chain.ChainOutput`), None when the chain did not
+            run.
+        evidence: the questions' evidence items in this document (`ingestaudit.chain.EvidenceRef`).
+        steps: step name -> that step's artefact for this document (``"language"``: an
+            `ingestaudit.detections.LanguageDetection`; ``"pii"``: a `PiiDetection`; ``"dedup"``: the dedup
+            step's per-document part); a step absent from it did not run for this document.
+        state, reason: ``ok``, or why there is no ``parsed``.
     """
 
     doc_id: str
     doc_class: str
     truth: Truth
-    parsed: ParsedDocument | None
+    parsed: ParsedDocument | None = None
+    chain: Any = None
+    evidence: tuple = ()
+    steps: Mapping[str, Any] = field(default_factory=dict)
     state: State = State.OK
     reason: str = ""
+
+    @classmethod
+    def of(cls, truth: Truth, parsed: ParsedDocument | None = None, *, chain: Any = None, evidence: tuple = (),
+           steps: Mapping[str, Any] | None = None, doc_id: str = "doc", doc_class: str = "doc",
+           state: State = State.OK, reason: str = "") -> ItemArtefacts:
+        """An item from hand-made artefacts (tests, notebooks); ``doc_id`` and ``doc_class`` default to ``"doc"``."""
+        return cls(doc_id, doc_class, truth, parsed, chain, tuple(evidence), dict(steps or {}), state, reason)
+
+    def without_output(self) -> ItemArtefacts:
+        """This item with no stage output (no parsed document, chain or step artefact): what an auditor takes from
+        the truth alone."""
+        return replace(self, parsed=None, chain=None, steps={})
+
+
+class Auditor:
+    """Measures one stage of a pipeline against the truth, from the artefacts the pipeline's steps produced; it
+    loads no parser, cleaner, chunker, embedder, index or detector.
+
+    Subclasses set ``stage``, ``metrics`` (their `MetricSpec`s, registered on import), ``scope`` and ``reads``, and
+    implement the methods of their scope (see the module docstring); ``applies`` says which documents the stage
+    concerns (default: every one). Options that change numbers come in through ``__init__`` and are returned by
+    `options` so the report prints them next to the numbers.
+    """
+
+    stage: ClassVar[str]
+    metrics: ClassVar[tuple[MetricSpec, ...]]
+    scope: ClassVar[Scope] = Scope.DOCUMENT
+    reads: ClassVar[frozenset[str]] = frozenset({PARSED})
+
+    def options(self) -> dict[str, Any]:
+        """Every option that changes this auditor's numbers, JSON-serialisable."""
+        return {}
+
+    def applies(self, truth: Truth) -> bool:
+        """True when ``truth`` holds what this auditor measures against (default: True, every document)."""
+        return True
+
+    def reads_step(self) -> str:
+        """The pipeline step this auditor reads (the entry of ``reads`` other than ``parsed`` and ``chain``), or
+        ``""``."""
+        return next((r for r in sorted(self.reads) if r not in (PARSED, CHAIN)), "")
+
+    # -- Scope.DOCUMENT --------------------------------------------------------------------------------------------
+
+    def audit(self, item: ItemArtefacts) -> list[Score]:
+        """Scores for one document (``Scope.DOCUMENT``). Must not raise for bad stage output: return rows in a
+        non-``ok`` state instead. The runner turns any exception that escapes into ``error`` rows for this
+        stage."""
+        raise NotImplementedError(f"the {self.stage} auditor has scope {self.scope.value}, not document")
+
+    # -- Scope.CORPUS ----------------------------------------------------------------------------------------------
+
+    def step_options(self) -> dict[str, Any]:
+        """The options of this auditor that configure the step it reads (the defaults of every pipeline's step,
+        under a pipeline's own table); ``{}`` by default."""
+        return {}
+
+    def corpus_values(self, truth: Truth) -> tuple[str, ...]:
+        """Strings one document's truth adds to the corpus-wide context (the labelled languages, the gold PII
+        types; the context is their sorted union, computed in the main process before any task); default: none."""
+        return ()
+
+    def artefact(self, item: ItemArtefacts, context: tuple[str, ...]) -> Any:
+        """The compact, picklable artefact of one document (``Scope.CORPUS``), from what the auditor ``reads`` of
+        ``item`` (absent: the pipeline produced nothing for it, and the artefact holds what the audit needs from
+        the truth). Runs in the worker; may raise for a document the stage cannot handle (the runner turns that
+        into an ``error`` item of this stage)."""
+        raise NotImplementedError(f"the {self.stage} auditor has scope {self.scope.value}, not corpus")
+
+    def stow(self, artefact: Any, folder: Any) -> Any:
+        """Called in the main process as each artefact arrives: may move its bulky parts to files in ``folder``
+        (one private folder per stage and pipeline, removed with the run) and returns what stays in memory
+        (default: the artefact itself)."""
+        return artefact
+
+    def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...]) -> CorpusResult:
+        """Audit one pipeline's output over the whole corpus from its documents' artefacts, corpus order
+        (``Scope.CORPUS``). Must not raise for bad stage output."""
+        raise NotImplementedError(f"the {self.stage} auditor has scope {self.scope.value}, not corpus")
+
+    # -- Scope.PIPELINE --------------------------------------------------------------------------------------------
+
+    def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
+        """Audit one pipeline (``Scope.PIPELINE``). Must not raise for bad stage output."""
+        raise NotImplementedError(f"the {self.stage} auditor has scope {self.scope.value}, not pipeline")
+
+    def needs_chunk_vectors(self, pipeline: Any) -> bool:
+        """Whether this pipeline-level auditor reads the chunk vectors the pipeline's embedder computes (False: a
+        pipeline whose only vector consumer reads the user's own vectors is not embedded); default True."""
+        return True
 
 
 @dataclass
 class CorpusResult:
+
     """What a corpus-level auditor returns for one parser.
 
     Attributes:
@@ -77,11 +185,11 @@ class CorpusResult:
 @dataclass(frozen=True, slots=True)
 class ArtefactItem:
     """One document as a corpus-level auditor sees it in a run, for one pipeline: the compact artefact its worker
-    computed (`CorpusAuditor.artefact`: signatures, a predicted label, counts), never the parsed document.
+    computed (`Auditor.artefact`: signatures, a predicted label, counts), never the parsed document.
 
     ``state`` is ``ok`` when the pipeline produced output for the document and its artefact was computed from it;
     otherwise (``no_prediction``, ``error``, ``skipped``) ``reason`` says why, and ``artefact`` holds only what the
-    auditor takes from the document's truth (``artefact(truth, None, context)``).
+    auditor takes from the document's truth (`Auditor.artefact` of `ItemArtefacts.without_output`).
     """
 
     doc_id: str
@@ -91,103 +199,24 @@ class ArtefactItem:
     reason: str = ""
 
 
-class CorpusAuditor(Auditor):
-    """An auditor that needs every document of a pipeline at once (near-duplicate detection, language confusion,
-    PII macro averages).
-
-    In a run the work is split so that no process holds the parsed corpus (DESIGN.md, "Executors and scale"):
-
-    1. `corpus_values` (main process, before any task): what each document's truth contributes to a corpus-wide
-       context (the labelled languages, the gold PII types); the context is the sorted union, the same for every
-       document;
-    2. `artefact` (in the worker, per document x pipeline): a compact, picklable summary of the parsed document
-       and its truth;
-    3. `audit_artefacts` (main process, once per pipeline): the rows and details from every document's artefact, in
-       corpus order.
-
-    `audit_corpus` runs the three steps in this process on `CorpusItem`s (parsed documents at hand: tests, notebooks);
-    it gives the same result as a run. `audit` is not used for these auditors.
-    """
-
-    step: ClassVar[str] = ""
-    """The pipeline step whose artefact `artefact` receives instead of the parsed document (``"language"``: an
-    `ingestaudit.detections.LanguageDetection`, None where the step did not run); ``""``: the parsed document.
-    Such an auditor loads no detector: `ingestaudit.steps` runs the step (`ingestaudit.steps.audit_corpus` runs
-    step and auditor on parsed documents)."""
-
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
-        raise NotImplementedError("corpus-level auditors implement artefact and audit_artefacts")
-
-    def step_options(self) -> dict[str, Any]:
-        """The options of this auditor that configure its `step` (the defaults of every pipeline's step, under a
-        pipeline's own table); ``{}`` by default."""
-        return {}
-
-    def corpus_values(self, truth: Truth) -> tuple[str, ...]:
-        """Strings one document's truth adds to the corpus-wide context (default: none)."""
-        return ()
-
-    @abstractmethod
-    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> Any:
-        """The compact, picklable artefact of one document (``parsed`` None: the pipeline produced nothing for it,
-        and the artefact holds what the audit needs from the truth). Runs in the worker; may raise for a document
-        the stage cannot handle (the runner turns that into an ``error`` item of this stage)."""
-
-    def stow(self, artefact: Any, folder: Any) -> Any:
-        """Called in the main process as each artefact arrives: may move its bulky parts to files in ``folder``
-        (one private folder per stage and pipeline, removed with the run) and returns what stays in memory
-        (default: the artefact itself)."""
-        return artefact
-
-    @abstractmethod
-    def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...]) -> CorpusResult:
-        """Audit one pipeline's output over the whole corpus from its documents' artefacts (corpus order). Must not
-        raise for bad stage output."""
-
-    def audit_corpus(self, items: list[CorpusItem]) -> CorpusResult:
-        """`audit_artefacts` over ``items`` (parsed documents), with the artefacts computed here; the same result as
-        a run of the same documents. A document whose artefact raises is an ``error`` item with the message.
-
-        Raises:
-            TypeError: the auditor reads a pipeline step (`step`): `ingestaudit.steps.audit_corpus` runs the step
-                first.
-        """
-        if self.step:
-            raise TypeError(f"the {self.stage} auditor reads the {self.step!r} step's artefacts: use "
-                            "ingestaudit.steps.audit_corpus(auditor, items) on parsed documents")
-        context = tuple(sorted({v for i in items for v in self.corpus_values(i.truth)}))
-        return self.audit_artefacts([artefact_item(self, i.doc_id, i.doc_class, i.truth, i.parsed, i.state, i.reason,
-                                                   context)[0] for i in items], context)
-
-
-def artefact_item(auditor: CorpusAuditor, doc_id: str, doc_class: str, truth: Truth, parsed: ParsedDocument | None,
-                  state: State, reason: str, context: tuple[str, ...]) -> tuple[ArtefactItem, str]:
-    """The `ArtefactItem` of one document, and the message when computing its artefact from ``parsed`` raised (the
-    item is then an ``error`` with the truth-only artefact; ``""`` otherwise)."""
-    if parsed is not None:
+def artefact_item(auditor: Auditor, item: ItemArtefacts, context: tuple[str, ...]) -> tuple[ArtefactItem, str]:
+    """The `ArtefactItem` of one document for a ``Scope.CORPUS`` auditor, and the message when computing its artefact
+    from the item's output raised (the item is then an ``error`` with the truth-only artefact, `Auditor.artefact` of
+    `ItemArtefacts.without_output`; ``""`` otherwise). The output is the artefact of the step the auditor reads
+    (`Auditor.reads_step`), else the parsed document; without it the artefact is the truth-only one and the state that
+    of ``item`` (``no_prediction`` when ``item`` says ``ok``)."""
+    step = auditor.reads_step()
+    given = item.steps.get(step) if step else item.parsed
+    if given is not None:
         try:
-            return ArtefactItem(doc_id, doc_class, auditor.artefact(truth, parsed, context), state, reason), ""
+            return (ArtefactItem(item.doc_id, item.doc_class, auditor.artefact(item, context), item.state,
+                                 item.reason), "")
         except Exception as exc:  # one document the stage cannot handle: an error of that document
             msg = f"{type(exc).__name__}: {exc}"
-            return ArtefactItem(doc_id, doc_class, auditor.artefact(truth, None, context), State.ERROR, msg), msg
-    return ArtefactItem(doc_id, doc_class, auditor.artefact(truth, None, context),
-                        state if state is not State.OK else State.NO_PREDICTION, reason), ""
-
-
-class ChainAuditor(Auditor):
-    """A per-document auditor of the stages after parsing (cleaner -> chunker -> embedder), run in the worker on the
-    chain's output (`ingestaudit.chain.ChainOutput`). It applies to every document; metrics that need labels give
-    ``no_reference`` rows themselves."""
-
-    def applies(self, truth: Truth) -> bool:
-        return True
-
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
-        raise NotImplementedError("chain auditors implement audit_chain")
-
-    @abstractmethod
-    def audit_chain(self, truth: Truth, parsed: ParsedDocument, chain: Any, evidence: tuple) -> list[Score]:
-        """Scores for one document x pipeline from its `ChainOutput` and the questions' evidence items in it."""
+            return (ArtefactItem(item.doc_id, item.doc_class, auditor.artefact(item.without_output(), context),
+                                 State.ERROR, msg), msg)
+    return ArtefactItem(item.doc_id, item.doc_class, auditor.artefact(item.without_output(), context),
+                        item.state if item.state is not State.OK else State.NO_PREDICTION, item.reason), ""
 
 
 @dataclass
@@ -254,18 +283,3 @@ class PipelineResult:
     details: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, Any] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
-
-
-class PipelineAuditor(Auditor):
-    """An auditor over one pipeline's chunks and vectors, in the main process (retrieval on labelled questions, the
-    ANN index audit)."""
-
-    def applies(self, truth: Truth) -> bool:
-        return True
-
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:  # pragma: no cover - not called
-        raise NotImplementedError("pipeline auditors implement audit_pipeline")
-
-    @abstractmethod
-    def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
-        """Audit one pipeline. Must not raise for bad stage output."""

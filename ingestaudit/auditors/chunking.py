@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ingestaudit.auditors.base import ChainAuditor
+from ingestaudit.auditors.base import CHAIN, Auditor, ItemArtefacts
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 BOUNDARY_KINDS = ("sentence", "table", "list", "section")
@@ -128,7 +127,7 @@ CONVENTIONS: dict[str, str] = {
 """Every convention that changes a chunking number, by name (docs/metrics.md and ``config.auditors.chunking``)."""
 
 
-class ChunkingAuditor(ChainAuditor):
+class ChunkingAuditor(Auditor):
     """Audits one document's chunks (see the module docstring and `METRICS`).
 
     Args:
@@ -139,6 +138,7 @@ class ChunkingAuditor(ChainAuditor):
 
     stage = "chunking"
     metrics = METRICS
+    reads = frozenset({CHAIN})
     conventions = CONVENTIONS
 
     def __init__(self, coherence_draws: int = 20, max_failures_listed: int = 5, seed: int = 0):
@@ -153,9 +153,12 @@ class ChunkingAuditor(ChainAuditor):
         ``min_span_coverage`` is printed beside them."""
         return {"coherence_draws": self.coherence_draws, "seed": self.seed, "conventions": dict(CONVENTIONS)}
 
-    def audit_chain(self, truth: Truth, parsed: ParsedDocument, chain: Any, evidence: tuple) -> list[Score]:
+    def audit(self, item: ItemArtefacts) -> list[Score]:
+        """Scores for one document x pipeline from its chain output (``item.chain``, an
+        `ingestaudit.chain.ChainOutput`) and the questions' evidence items in it (``item.evidence``)."""
         from ingestaudit.metrics.chunking import size_stats, verify_pointers
 
+        truth, chain, evidence = item.truth, item.chain, item.evidence
         chunks = chain.chunks
         if not chunks:
             return [Score.missing(s.name, State.NO_PREDICTION, "the chunker returned no chunk", label=label)

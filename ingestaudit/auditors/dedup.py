@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
+from ingestaudit.auditors.base import ArtefactItem, Auditor, CorpusResult, ItemArtefacts, Scope
 from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import parse_state as _parse_state
 from ingestaudit.auditors.reach import unreached_counts, unreached_rows
@@ -69,7 +69,6 @@ from ingestaudit.metrics.intervals import wilson
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket
 from ingestaudit.dedup_settings import BUILTIN_DETECTOR, DedupConfig, detector_settings, list_option, sweep_grid
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 ALL = "__all__"
@@ -229,7 +228,7 @@ def _representatives(result: Any) -> list[str]:
 
 # --- the auditor -----------------------------------------------------------------------------------------------------
 
-class DedupAuditor(CorpusAuditor):
+class DedupAuditor(Auditor):
     """Audits a pipeline's dedup step against ``dup_group`` labels at corpus level (see the module docstring): it
     reads the step's output (`audit_step`), never runs a detector.
 
@@ -270,6 +269,8 @@ class DedupAuditor(CorpusAuditor):
 
     stage = "dedup"
     metrics = METRICS
+    scope = Scope.CORPUS
+    reads = frozenset({"dedup"})
     option_dataclasses = (DedupConfig,)  # the fields behind **dedup_options (docs/config.md, unknown-option messages)
 
     def __init__(self, *, detector: str = BUILTIN_DETECTOR, detector_options: dict[str, Any] | None = None,
@@ -317,16 +318,17 @@ class DedupAuditor(CorpusAuditor):
 
     def step_options(self) -> dict[str, Any]:
         """The dedup step options given to this auditor (`ingestaudit.dedup_settings.STEP_KEYS`): the defaults of
-        every pipeline's dedup step (`ingestaudit.corpus_steps.with_step`)."""
+        every pipeline's dedup step (`ingestaudit.steps.with_step`)."""
         return dict(self._step_defaults)
 
     def applies(self, truth: Truth) -> bool:
         """True when the document has a ``dup_group`` (the stage runs when some document does)."""
         return truth.dup_group is not None
 
-    def artefact(self, truth: Truth, parsed: ParsedDocument | None, context: tuple[str, ...]) -> DedupArtefact:
-        """The document's `DedupArtefact`: its gold group (what the step made of ``parsed`` is the step's)."""
-        return DedupArtefact(truth.dup_group)
+    def artefact(self, item: ItemArtefacts, context: tuple[str, ...]) -> DedupArtefact:
+        """The document's `DedupArtefact`: its gold group (what the step made of the document is the step's,
+        ``item.steps["dedup"]``)."""
+        return DedupArtefact(item.truth.dup_group)
 
     # -- metrics ----------------------------------------------------------------------------------------------------
 
@@ -593,10 +595,10 @@ class DedupAuditor(CorpusAuditor):
         """Not the dedup auditor's entry point: it reads its pipeline's dedup step output (`audit_step`).
 
         Raises:
-            TypeError: always (the run calls `audit_step` through `ingestaudit.corpus_steps`).
+            TypeError: always (the run calls `audit_step` through `ingestaudit.steps`).
         """
         raise TypeError("the dedup auditor reads the output of the pipeline's dedup step: call audit_step(items, "
-                        "output) (ingestaudit.corpus_steps.with_step builds both from a pipeline)")
+                        "output) (ingestaudit.steps.with_step builds both from a pipeline)")
 
     def audit_step(self, items: list[ArtefactItem], output: Any) -> CorpusResult:
         """Audit one pipeline's dedup step over the whole corpus (see the module docstring for rows and details).

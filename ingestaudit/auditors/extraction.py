@@ -23,13 +23,12 @@ from typing import Any
 
 import regex
 
-from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.base import Auditor, ItemArtefacts
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import checks as checks_mod
 from ingestaudit.metrics.edit import EditCounts, align
 from ingestaudit.metrics.normalize import get_profile
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 METRICS = (
@@ -188,9 +187,10 @@ class ExtractionAuditor(Auditor):
         """True when the document has a reference text or checks."""
         return truth.text is not None or bool(truth.checks)
 
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
+    def audit(self, item: ItemArtefacts) -> list[Score]:
         """Nine rows: cer, wer, cer_norm, wer_norm, completeness, and checks_pass for labels '', present, absent,
         order. Never raises for bad parser output."""
+        truth, parsed = item.truth, item.parsed
         output = parsed.text or ""
         out_char = self.char_profile(output)
         scores = self._text_scores(truth.text, output, out_char)

@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from ingestaudit.auditors.base import CorpusResult, PipelineAuditor, PipelineContext, PipelineResult
+from ingestaudit.auditors.base import CHAIN, Auditor, CorpusResult, PipelineContext, PipelineResult, Scope
 from ingestaudit.config import Limits
 from ingestaudit.errors import IndexingError
 from ingestaudit.index_settings import IndexInputError, IndexSettings, check_vectors
@@ -1078,7 +1078,7 @@ def has_user_vectors(folder: str | Path | None) -> bool:
     return folder is not None and os.path.lexists(Path(folder) / "vectors.npy")
 
 
-class IndexAuditor(PipelineAuditor):
+class IndexAuditor(Auditor):
     """Audits one pipeline's ANN index against exact search (see the module docstring).
 
     Args:
@@ -1103,6 +1103,8 @@ class IndexAuditor(PipelineAuditor):
 
     stage = "index"
     metrics = METRICS
+    scope = Scope.PIPELINE
+    reads = frozenset({CHAIN})
 
     def __init__(self, k_list: Sequence[int] = DEFAULT_K, ef_search_sweep: Sequence[int] = DEFAULT_EF_SWEEP,
                  nprobe_sweep: Sequence[int] | None = None, target_recall: float = DEFAULT_TARGET,

@@ -54,10 +54,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
+from ingestaudit.auditors.base import ArtefactItem, Auditor, CorpusResult, ItemArtefacts, Scope
 from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import count_states, parse_state, unreached_rows
-from ingestaudit.model import ParsedDocument
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import classification as cl
 from ingestaudit.metrics.specs import MetricSpec, register
@@ -125,7 +124,7 @@ class LanguageArtefact:
     candidates: dict[str, Any] | None = None
 
 
-class LanguageAuditor(CorpusAuditor):
+class LanguageAuditor(Auditor):
     """Audits language identification per document and per language (see the module docstring) from what each
     pipeline's ``language`` step detected (`ingestaudit.detections.LanguageDetection`); it loads no detector.
 
@@ -160,7 +159,8 @@ class LanguageAuditor(CorpusAuditor):
     """
 
     stage = "language"
-    step = "language"
+    scope = Scope.CORPUS
+    reads = frozenset({"language"})
     metrics = METRICS
 
     def __init__(self, detector: str = "lingua", languages: str | Sequence[str] = "labels",
@@ -205,10 +205,11 @@ class LanguageAuditor(CorpusAuditor):
         """The document's language label: the candidate set ``labels`` is the set of labels of the corpus."""
         return (truth.language,) if truth.language is not None else ()
 
-    def artefact(self, truth: Truth, detection: LanguageDetection | None,  # type: ignore[override]
-                 context: tuple[str, ...]) -> LanguageArtefact:
+    def artefact(self, item: ItemArtefacts, context: tuple[str, ...]) -> LanguageArtefact:
         """What the audit keeps of one document: its label and what the pipeline's ``language`` step detected
-        (``detection`` None: the step did not run for it)."""
+        (``item.steps["language"]``, a `LanguageDetection`; absent: the step did not run for it)."""
+        truth = item.truth
+        detection: LanguageDetection | None = item.steps.get("language")
         label = truth.language
         if label is None or detection is None:
             return LanguageArtefact(label)

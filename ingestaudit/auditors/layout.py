@@ -60,7 +60,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.base import Auditor, ItemArtefacts
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics import layout as lm
 from ingestaudit.metrics.specs import MetricSpec, register
@@ -203,8 +203,9 @@ class LayoutAuditor(Auditor):
         return (bool(truth.headings) or bool(getattr(truth, "lists", ())) or truth.text is not None
                 or bool(_label_problems(truth, "headings")) or bool(_label_problems(truth, "lists")))
 
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
+    def audit(self, item: ItemArtefacts) -> list[Score]:
         """Ten rows: the seven heading metrics, the two order metrics and list integrity. Never raises."""
+        truth, parsed = item.truth, item.parsed
         return (self._heading_scores(truth, parsed) + self._order_scores(truth, parsed)
                 + self._list_scores(truth, parsed))
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.base import Auditor, ItemArtefacts
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.drift import DriftCounts, drift_counts
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 METRICS = (
@@ -59,9 +58,9 @@ class NormalizationAuditor(Auditor):
         """Always True: drift is a property of the output alone."""
         return True
 
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
+    def audit(self, item: ItemArtefacts) -> list[Score]:
         """One row per metric in `METRICS`; ``no_prediction`` rows when the output is empty or only white space."""
-        text = parsed.text or ""
+        text = item.parsed.text or ""
         if not text.strip():
             return [Score.missing(s.name, State.NO_PREDICTION, "the parser produced no text (or only white space)")
                     for s in METRICS]

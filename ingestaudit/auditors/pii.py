@@ -57,7 +57,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusItem, CorpusResult
+from ingestaudit.auditors.base import ArtefactItem, Auditor, CorpusResult, ItemArtefacts, Scope
 from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import count_states, parse_state, unreached_rows
 from ingestaudit.detections import PII_STEP_DEFAULTS, REDACTED_FIELDS, PiiDetection, check_pii_options, parse_entities
@@ -252,7 +252,7 @@ def parse_label_map(value: dict[str, str | None] | str | None) -> dict[str, str 
 class _Doc:
     """One document in the pipeline of `PiiAuditor.audit_corpus`."""
 
-    item: CorpusItem
+    item: ItemArtefacts
     source: str = ""
     input_text: str = ""
     scrubbed: str | None = None
@@ -313,7 +313,7 @@ def _span_dict(s: Span, text: str) -> dict[str, Any]:
     return {"start": s.start, "end": s.end, "type": s.type, "text": text[s.start:s.end]}
 
 
-class PiiAuditor(CorpusAuditor):
+class PiiAuditor(Auditor):
     """Audits a PII scrubber against gold ``pii`` spans (see the module docstring for every row).
 
     A corpus-level auditor that loads no detector: it reads what each pipeline's ``pii`` step predicted
@@ -353,7 +353,8 @@ class PiiAuditor(CorpusAuditor):
     """
 
     stage = "pii"
-    step = "pii"
+    scope = Scope.CORPUS
+    reads = frozenset({"pii"})
     metrics = METRICS
 
     def __init__(self, scrubber: str = "presidio", detector_options: dict[str, Any] | None = None,
@@ -628,17 +629,18 @@ class PiiAuditor(CorpusAuditor):
             types = set(self.entities) if types is None else types & set(self.entities)
         return None if types is None else tuple(sorted(types))
 
-    def artefact(self, truth: Truth, detection: PiiDetection | None,  # type: ignore[override]
-                 context: tuple[str, ...]) -> PiiArtefact:
+    def artefact(self, item: ItemArtefacts, context: tuple[str, ...]) -> PiiArtefact:
         """Score one labelled document's predictions (what the pipeline's ``pii`` step produced, ``detection``;
-        None: the step did not run) against its gold spans, under the vocabulary the corpus will have if this
+        absent: the step did not run) against its gold spans, under the vocabulary the corpus will have if this
         document's own scrubber decides it (`PiiArtefact.redo` keeps what re-scoring needs otherwise).
         ``context``: the corpus's gold types."""
+        truth = item.truth
+        detection: PiiDetection | None = item.steps.get("pii")
         if not self.applies(truth):
             return PiiArtefact(False)
         if detection is None or not detection.ran:
             return PiiArtefact(True, scrubber=detection.scrubber if detection is not None else "")
-        d = _Doc(CorpusItem("", "", truth, None), detection.source, detection.input_text, detection.scrubbed,
+        d = _Doc(ItemArtefacts("", "", truth, None), detection.source, detection.input_text, detection.scrubbed,
                  None if detection.predicted is None else list(detection.predicted))
         if detection.state:
             d.rows = self._state_rows(State(detection.state), detection.reason)
@@ -661,7 +663,7 @@ class PiiAuditor(CorpusAuditor):
             self._score(d, target, [], context)
         except Exception as exc:
             d.rows, d.typed, ok = self._state_rows(State.ERROR, f"{type(exc).__name__}: {exc}"), {}, False
-        d.item = CorpusItem("", "", Truth(pii=truth.pii, pii_types=truth.pii_types), None)  # no texts from here on
+        d.item = ItemArtefacts("", "", Truth(pii=truth.pii, pii_types=truth.pii_types), None)  # no texts from here on
         d.input_text, d.scrubbed, d.predicted = "", None, []
         return PiiArtefact(True, tuple(d.rows), True, ok, used, target, declared, why, predicted_types, d,
                            redo=redo, **common)
@@ -696,10 +698,10 @@ class PiiAuditor(CorpusAuditor):
         docs: dict[int, _Doc] = {}
         for k in known:
             it, a = items[k], items[k].artefact
-            d = _replace(a.doc, item=CorpusItem(it.doc_id, it.doc_class, a.doc.item.truth, None))
+            d = _replace(a.doc, item=ItemArtefacts(it.doc_id, it.doc_class, a.doc.item.truth, None))
             if a.target != target and a.redo is not None:  # scored under another vocabulary: once more
                 truth, text, predicted, scrubbed, source = a.redo
-                d = _Doc(CorpusItem(it.doc_id, it.doc_class, truth, None), source, text, scrubbed, predicted)
+                d = _Doc(ItemArtefacts(it.doc_id, it.doc_class, truth, None), source, text, scrubbed, predicted)
                 try:
                     self._score(d, target, [], context)
                 except Exception as exc:

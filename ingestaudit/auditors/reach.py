@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 
 from typing import Any
 
-from ingestaudit.auditors.base import ArtefactItem, CorpusItem
+from ingestaudit.auditors.base import ArtefactItem, ItemArtefacts
 from ingestaudit.measurement import Score, State
 
 ALL = "__all__"
 
 
-def parse_state(item: CorpusItem | ArtefactItem) -> State:
+def parse_state(item: ItemArtefacts | ArtefactItem) -> State:
     """The state of a document the parser produced nothing for: its own state, ``no_prediction`` if it says ``ok``."""
     return item.state if item.state is not State.OK else State.NO_PREDICTION
 
@@ -40,7 +40,7 @@ def count_states(pairs: Iterable[tuple[str, State]]) -> dict[str, dict[str, int]
 
 
 def reached(item: Any) -> bool:
-    """Whether a document reached the stage: a `CorpusItem` with a parsed document, an
+    """Whether a document reached the stage: an `ItemArtefacts` with a parsed document, an
     `ingestaudit.auditors.base.ArtefactItem` in state ``ok``."""
     return item.state is State.OK if isinstance(item, ArtefactItem) else item.parsed is not None
 

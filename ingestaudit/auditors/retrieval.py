@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ingestaudit.auditors.base import PipelineAuditor, PipelineContext, PipelineResult
+from ingestaudit.auditors.base import CHAIN, Auditor, PipelineContext, PipelineResult, Scope
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 
@@ -142,7 +142,7 @@ METRICS = metric_specs(DEFAULT_K)
 register(*METRICS)
 
 
-class RetrievalAuditor(PipelineAuditor):
+class RetrievalAuditor(Auditor):
     """Scores retrieval on the labelled questions and builds the loss waterfall (see the module docstring).
 
     Args:
@@ -158,6 +158,8 @@ class RetrievalAuditor(PipelineAuditor):
 
     stage = "retrieval"
     metrics = METRICS
+    scope = Scope.PIPELINE
+    reads = frozenset({CHAIN})
     conventions = CONVENTIONS
 
     def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, depth: int | None = None, seed: int = 0):

@@ -48,14 +48,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.base import Auditor, ItemArtefacts
 from ingestaudit.config import Limits
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.metrics.table_html import split_tables
 from ingestaudit.metrics.teds import (DETECTION_TEDS_THRESHOLD, TableMatch, TedsBudget, TedsOptions, TedsResult,
                                       match_tables, parse_table)
-from ingestaudit.model import ParsedDocument
 from ingestaudit.truth import Truth
 
 TABLE_EXTRACTION = "table_extraction"
@@ -182,9 +181,10 @@ class TablesAuditor(Auditor):
 
     # -- audit --------------------------------------------------------------------------------------------------
 
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
+    def audit(self, item: ItemArtefacts) -> list[Score]:
         """Five document rows (label ``""``) plus ``tables.teds`` and ``tables.teds_s`` rows per reference table
         (label ``table/<k>``). Never raises for bad parser output or bad HTML."""
+        truth, parsed = item.truth, item.parsed
         refs = reference_tables(truth)
         preds = [t for html in parsed.tables if isinstance(html, str) and html.strip() for t in split_tables(html)]
         blank = len(parsed.tables) - sum(1 for h in parsed.tables if isinstance(h, str) and h.strip())

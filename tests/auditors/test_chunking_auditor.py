@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.chunking import BOUNDARY_KINDS, LABELLED_KINDS, ChunkingAuditor
 from ingestaudit.chain import EvidenceRef, run_chain
 from ingestaudit.measurement import State
@@ -64,7 +65,8 @@ def audit(parsed_text, chunks, *, reference=None, truth=None, evidence=(), embed
                       cleaner=load_cleaner("none"), chunker=load_chunker("precomputed"),
                       embedder=embedder if embedder is not None else TableEmbedder(), evidence=tuple(evidence),
                       min_span_coverage=min_span_coverage)
-    scores = ChunkingAuditor(coherence_draws=draws, seed=seed).audit_chain(truth, parsed, chain, tuple(evidence))
+    item = ItemArtefacts.of(truth, parsed, chain=chain, evidence=tuple(evidence))
+    scores = ChunkingAuditor(coherence_draws=draws, seed=seed).audit(item)
     return {(s.metric, s.label): s for s in scores}, chain
 
 

@@ -4,7 +4,7 @@ value. Language confusion and PII macro rows here; dedup in test_dedup_auditor.p
 
 from __future__ import annotations
 
-from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.language import LanguageAuditor
 from ingestaudit.steps import audit_corpus
 from ingestaudit.auditors.pii import PiiAuditor
@@ -44,7 +44,7 @@ def test_corpus_summary_row_counts_documents_in_its_states():
 
 def lang_item(doc_id, lang, predicted=None, parsed=True, state=State.OK):
     p = ParsedDocument(text="text", extras={"language": predicted}) if parsed else None
-    return CorpusItem(doc_id, doc_id.split("/")[0], Truth(text="text", language=lang), p, state, "why")
+    return ItemArtefacts(doc_id, doc_id.split("/")[0], Truth(text="text", language=lang), p, state=state, reason="why")
 
 
 def by(result):
@@ -79,7 +79,8 @@ def pii_item(doc_id, parsed=True):
     text = "Call Ana Lima"
     truth = Truth(text=text, pii=(Span(start=5, end=13, type="PERSON"),))
     p = ParsedDocument(text=text, extras={"pii": [{"start": 5, "end": 13, "type": "PERSON"}]}) if parsed else None
-    return CorpusItem(doc_id, doc_id.split("/")[0], truth, p, State.OK if parsed else State.SKIPPED, "too big")
+    return ItemArtefacts(doc_id, doc_id.split("/")[0], truth, p, state=State.OK if parsed else State.SKIPPED,
+                         reason="too big")
 
 
 def test_pii_macro_rows_of_a_class_without_output_have_no_value():

@@ -34,7 +34,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.dedup import METRICS, DedupAuditor, pairwise_jaccard
 from ingestaudit.auditors.registry import load_auditor
 from ingestaudit.cli import app
@@ -44,7 +44,7 @@ from ingestaudit.metrics.dedup import cluster_agreement, false_merge_rate, misse
 from ingestaudit.metrics.jaccard import exact_jaccard, near_duplicate_pairs
 from ingestaudit.metrics.lsh import candidate_rate_by_bucket
 from ingestaudit.model import ParsedDocument
-from ingestaudit.corpus_steps import with_step
+from ingestaudit.steps import audit_corpus, with_step
 from ingestaudit.pipeline import make_pipeline
 from ingestaudit.stages.dedup import DedupConfig, deduplicate
 from ingestaudit.stages.dedup_step import DETECTOR_GROUP, DedupDetector, DetectorError, DetectorOutput
@@ -68,7 +68,7 @@ HAND_GOLD = {"x/a": "fund", "x/b": "fund", "x/c": "fund", "y/d": "law", "y/e": "
 
 def dedup(**options):
     """The dedup auditor and the step its ``[auditor_options.dedup]`` options define for a pipeline without a
-    ``dedup`` table, paired as a run pairs them (`ingestaudit.corpus_steps.with_step`)."""
+    ``dedup`` table, paired as a run pairs them (`ingestaudit.steps.with_step`)."""
     return with_step(DedupAuditor(**options), make_pipeline("p"))
 
 
@@ -123,9 +123,9 @@ def char5(text: str) -> set[str]:
 
 
 def item(doc_id: str, text: str | None, group: str | None = None, extras: dict | None = None,
-         state: State = State.OK, reason: str = "") -> CorpusItem:
+         state: State = State.OK, reason: str = "") -> ItemArtefacts:
     parsed = None if text is None else ParsedDocument(text=text, extras=extras or {})
-    return CorpusItem(doc_id, doc_id.split("/", 1)[0], Truth(dup_group=group), parsed, state, reason)
+    return ItemArtefacts(doc_id, doc_id.split("/", 1)[0], Truth(dup_group=group), parsed, state=state, reason=reason)
 
 
 def by_metric(result, cls: str = "__all__") -> dict[tuple[str, str], object]:
@@ -282,7 +282,7 @@ def test_precomputed_dup_cluster_is_audited_instead_of_minhash(tmp_path):
 def test_documents_without_output_are_never_merged_nor_missed():
     items = [item("x/a", T1, "g"), item("x/b", None, "g", state=State.ERROR, reason="parser crashed"),
              item("x/c", T1, "g")]
-    result = dedup().audit_corpus(items)
+    result = audit_corpus(dedup(), items)
     rows = by_metric(result)
     # b has no output: it is left out, so the gold pairs are ac only (not ab, bc); a and c are exact duplicates
     # (merged by hash): 0 of 1 missed. Counting b would give 2 of 3 missed, merges no parser could make.
@@ -334,7 +334,7 @@ def test_a_class_without_any_output_has_no_ok_dedup_rate(tmp_path):
 def test_no_output_at_all_gives_unreached_rows_for_the_sweep_too():
     items = [item("x/a", None, "g"), item("x/b", None, "g", state=State.SKIPPED, reason="too big"),
              item("y/c", None, "h")]
-    result = dedup(sweep_thresholds="0.5,0.8").audit_corpus(items)
+    result = audit_corpus(dedup(sweep_thresholds="0.5,0.8"), items)
     states = {(c, s.metric): (s.state, n) for c, s, n in result.corpus_scores}
     assert states["x", "dedup.missed_merge_rate"] == (State.NO_PREDICTION, 0)  # 1 no_prediction, 1 skipped: tie
     assert states["__all__", "dedup.sweep_best"] == (State.NO_PREDICTION, 0)
@@ -349,7 +349,7 @@ def test_no_output_at_all_gives_unreached_rows_for_the_sweep_too():
 @given(st.lists(st.sampled_from(["g1", "g2", "g3", None]), min_size=1, max_size=8))
 def test_predicting_the_gold_partition_is_perfect(groups):
     items = [item(f"c/d{i}", f"text {i}", g, extras={"dup_cluster": g} if g else {}) for i, g in enumerate(groups)]
-    rows = by_metric(dedup().audit_corpus(items))
+    rows = by_metric(audit_corpus(dedup(), items))
     has_pairs = any(groups.count(g) > 1 for g in set(groups) if g)
     if has_pairs:
         for m in ("dedup.pairwise_precision", "dedup.pairwise_recall", "dedup.pairwise_f1", "dedup.bcubed_precision",
@@ -394,7 +394,7 @@ def _user_items():
 
 def test_user_detector_by_module_path():
     auditor = dedup(detector=f"{__name__}:FirstWordDetector", detector_options={"lowercase": True})
-    result = auditor.audit_corpus(_user_items())
+    result = audit_corpus(auditor, _user_items())
     rows = by_metric(result)
     # predicted {a, b} (alpha); gold {b, c}: P = 1, G = 1, T = 0
     assert rows["dedup.false_merge_rate", ""].value == 1.0 and rows["dedup.missed_merge_rate", ""].value == 1.0
@@ -411,14 +411,14 @@ def test_user_detector_by_entry_point(monkeypatch):
     ep = EntryPoint(name="first-word", value=f"{__name__}:FirstWordDetector", group=DETECTOR_GROUP)
     real = md.entry_points
     monkeypatch.setattr(md, "entry_points", lambda **kw: [ep] if kw.get("group") == DETECTOR_GROUP else real(**kw))
-    result = dedup(detector="first-word").audit_corpus(_user_items())
+    result = audit_corpus(dedup(detector="first-word"), _user_items())
     assert result.details["detector"]["kind"] == "detector:first-word"
     with pytest.raises(ValueError, match="known: minhash, first-word"):
         dedup(detector="nope")
 
 
 def test_a_failing_detector_gives_error_rows_not_a_crash():
-    result = dedup(detector=f"{__name__}:BrokenDetector").audit_corpus(_user_items())
+    result = audit_corpus(dedup(detector=f"{__name__}:BrokenDetector"), _user_items())
     assert result.corpus_scores and all(s.state is State.ERROR for _, s, _ in result.corpus_scores)
     assert all("index server unreachable" in s.detail["reason"] for _, s in result.doc_scores)
 
@@ -510,7 +510,7 @@ def test_s_curve_detail_equals_the_bucket_function_on_every_pair():
     pairs = near_duplicate_pairs(6, 0.8, union_size=100, seed=4) + near_duplicate_pairs(6, 0.5, union_size=100, seed=5)
     texts = [t for p in pairs for t in (p.text_a, p.text_b)] + [f"unrelated text number {i} " * 3 for i in range(5)]
     items = [item(f"s/d{i:02d}", t) for i, t in enumerate(texts)]
-    result = dedup().audit_corpus(items)
+    result = audit_corpus(dedup(), items)
     curve = result.details["s_curve"]
     assert (curve["b"], curve["r"], curve["state"]) == (9, 13, "ok")
     # brute force: every pair of indexed documents, exact Jaccard from Python sets, no folding of zero pairs

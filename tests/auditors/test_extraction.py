@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.extraction import METRICS, ExtractionAuditor
 from ingestaudit.measurement import State
 from ingestaudit.auditors import metric_catalog as specs
@@ -14,7 +15,8 @@ from ingestaudit.truth import OrderCheck, TextCheck, Truth
 
 
 def run(reference, output, checks=(), **options):
-    rows = ExtractionAuditor(**options).audit(Truth(text=reference, checks=tuple(checks)), ParsedDocument(text=output))
+    item = ItemArtefacts.of(Truth(text=reference, checks=tuple(checks)), ParsedDocument(text=output))
+    rows = ExtractionAuditor(**options).audit(item)
     return {(s.metric, s.label): s for s in rows}
 
 
@@ -52,7 +54,8 @@ def test_empty_or_missing_reference_is_no_reference():
     for m in ("extraction.cer", "extraction.wer", "extraction.cer_norm", "extraction.wer_norm",
               "extraction.completeness"):
         assert r[m, ""].state is State.NO_REFERENCE and r[m, ""].value is None
-    r = ExtractionAuditor().audit(Truth(checks=(TextCheck(type="present", text="abc"),)), ParsedDocument(text="abc"))
+    r = ExtractionAuditor().audit(ItemArtefacts.of(Truth(checks=(TextCheck(type="present", text="abc"),)),
+                                                   ParsedDocument(text="abc")))
     states = {(s.metric, s.label): s.state for s in r}
     assert states["extraction.cer", ""] is State.NO_REFERENCE
     assert states["extraction.checks_pass", ""] is State.OK

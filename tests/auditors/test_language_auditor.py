@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.language import LanguageAuditor
 from ingestaudit.cli import app
 from ingestaudit.measurement import State
@@ -64,7 +64,7 @@ def item(doc_id, language, text, *, reference=None, extras=None, state=State.OK,
     cls = doc_id.split("/")[0]
     truth = Truth(text=reference if reference is not None else text, language=language)
     pd = ParsedDocument(text=text, extras=extras or {}) if parsed else None
-    return CorpusItem(doc_id, cls, truth, pd, state, "" if parsed else "no output file")
+    return ItemArtefacts(doc_id, cls, truth, pd, state=state, reason="" if parsed else "no output file")
 
 
 def corpus():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.layout import HEADING_METRICS, METRICS, LayoutAuditor
 from ingestaudit.auditors.registry import stage_names
 from ingestaudit.measurement import State
@@ -21,7 +22,7 @@ def _heads(*pairs: tuple[int | None, str]) -> tuple[Block, ...]:
 
 
 def _rows(truth: Truth, parsed: ParsedDocument, **opts) -> dict:
-    return {s.metric: s for s in LayoutAuditor(**opts).audit(truth, parsed)}
+    return {s.metric: s for s in LayoutAuditor(**opts).audit(ItemArtefacts.of(truth, parsed))}
 
 
 def test_registered_after_tables_with_every_metric():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.normalization import METRICS, NormalizationAuditor
 from ingestaudit.measurement import State
 from ingestaudit.auditors import metric_catalog as specs
@@ -10,7 +11,7 @@ from ingestaudit.truth import Truth
 
 
 def run(text):
-    return {s.metric: s for s in NormalizationAuditor().audit(Truth(), ParsedDocument(text=text))}
+    return {s.metric: s for s in NormalizationAuditor().audit(ItemArtefacts.of(Truth(), ParsedDocument(text=text)))}
 
 
 def test_specs_registered_with_units():
@@ -50,7 +51,7 @@ def test_mojibake_detail():
 
 def test_empty_output_is_no_prediction():
     for text in ("", " \n "):
-        rows = NormalizationAuditor().audit(Truth(), ParsedDocument(text=text))
+        rows = NormalizationAuditor().audit(ItemArtefacts.of(Truth(), ParsedDocument(text=text)))
         assert len(rows) == len(METRICS)
         assert all(s.state is State.NO_PREDICTION and s.value is None for s in rows)
 
@@ -58,4 +59,5 @@ def test_empty_output_is_no_prediction():
 def test_needs_no_truth_and_row_order():
     a = NormalizationAuditor()
     assert a.applies(Truth()) and a.options() == {}
-    assert [s.metric for s in a.audit(Truth(), ParsedDocument(text="plain"))] == [m.name for m in METRICS]
+    rows = a.audit(ItemArtefacts.of(Truth(), ParsedDocument(text="plain")))
+    assert [s.metric for s in rows] == [m.name for m in METRICS]

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.steps import audit_corpus, audit_document
 from ingestaudit.auditors.pii import (METRICS, PiiAuditor, parse_entities, parse_label_map, validate_pii_gold)
 from ingestaudit.measurement import State
@@ -239,8 +239,8 @@ def test_projected_spans_follow_the_extracted_text():
 
 def test_negative_documents_fp_per_1k_tokens():
     aud = PiiAuditor(scrubber="precomputed", negative_documents="no_spans")
-    items = [CorpusItem("a", "c", truth(TEXT1, GOLD1), parsed(TEXT1, PRED1)),
-             CorpusItem("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))]
+    items = [ItemArtefacts("a", "c", truth(TEXT1, GOLD1), parsed(TEXT1, PRED1)),
+             ItemArtefacts("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))]
     res = audit_corpus(aud, items)
     neg = {s.label: s for d, s in res.doc_scores if d == "n" and s.metric == "pii.fp_per_1k_tokens"}
     # 1 DATE_TIME prediction over 4 tokens: 1000 * 1 / 4 = 250 per 1,000 tokens; numerator 1, denominator 4/1000
@@ -259,7 +259,7 @@ def test_negative_documents_fp_per_1k_tokens():
 
 def test_predictions_outside_entities_are_set_aside_and_counted():
     aud = PiiAuditor(scrubber="precomputed", negative_documents="no_spans", entities="PERSON")
-    res = audit_corpus(aud, [CorpusItem("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))])
+    res = audit_corpus(aud, [ItemArtefacts("n", "c", truth(TEXT3, []), parsed(TEXT3, PRED3))])
     fp = {s.label: s for _, s in res.doc_scores if s.metric == "pii.fp_per_1k_tokens"}
     assert set(fp) == {"*", "PERSON"} and fp["*"].value == 0.0  # the DATE_TIME prediction is not audited...
     assert res.details["ignored_predicted_types"] == {"DATE_TIME": 1}  # ...but counted
@@ -283,9 +283,9 @@ def test_negative_declaration_modes():
 
 def test_documents_without_labels_or_output_get_state_rows():
     aud = PiiAuditor(scrubber="precomputed")
-    items = [CorpusItem("none", "c", Truth(text="x"), parsed("x", [])),
-             CorpusItem("failed", "c", truth(TEXT1, GOLD1), None, State.ERROR, "parser crashed"),
-             CorpusItem("nopii", "c", truth(TEXT1, GOLD1), parsed(TEXT1))]
+    items = [ItemArtefacts("none", "c", Truth(text="x"), parsed("x", [])),
+             ItemArtefacts("failed", "c", truth(TEXT1, GOLD1), None, state=State.ERROR, reason="parser crashed"),
+             ItemArtefacts("nopii", "c", truth(TEXT1, GOLD1), parsed(TEXT1))]
     res = audit_corpus(aud, items)
     states = {(d, s.metric): (s.state, s.detail.get("reason")) for d, s in res.doc_scores}
     assert states["none", "pii.recall"][0] is State.NO_REFERENCE
@@ -334,8 +334,8 @@ def test_user_detector_precomputed_preference_and_failures():
     assert r["pii.recall", "exact"].value == 1.0 and r["pii.recall", "exact"].detail["scrubber"] == "precomputed"
     # a detector crash on one document gives error rows for that document only
     aud = PiiAuditor(scrubber=f"{__name__}:FailingDetector", negative_documents="no_spans")
-    res = audit_corpus(aud, [CorpusItem("ok", "c", truth("fine", []), parsed("fine")),
-                            CorpusItem("bad", "c", truth("boom", []), parsed("boom"))])
+    res = audit_corpus(aud, [ItemArtefacts("ok", "c", truth("fine", []), parsed("fine")),
+                            ItemArtefacts("bad", "c", truth("boom", []), parsed("boom"))])
     by = {d: {s.state for dd, s in res.doc_scores if dd == d} for d in ("ok", "bad")}
     assert by["bad"] == {State.ERROR} and State.ERROR not in by["ok"]
     # a missing spaCy model: error rows whose reason names the set-up script

@@ -26,7 +26,7 @@ import pytest
 import requests  # noqa: F401  imported at collection: urllib3's import-time IPv6 probe opens a local socket
 from typer.testing import CliRunner
 
-from ingestaudit.auditors.base import CorpusItem
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.steps import audit_corpus, audit_document
 from ingestaudit.auditors.pii import RESERVED_TYPES, PiiAuditor
 from ingestaudit.cli import app
@@ -48,7 +48,7 @@ def item(doc_id, text, gold, pred, pii_types=None):
     t = Truth(text=text, pii=tuple(Span(start=a, end=b, type=c) for a, b, c in gold), pii_labelled=True,
               pii_types=None if pii_types is None else tuple(pii_types))
     extras = {} if pred is None else {"pii": [{"start": a, "end": b, "type": c} for a, b, c in pred]}
-    return CorpusItem(doc_id, doc_id.split("/")[0], t, ParsedDocument(text=text, extras=extras))
+    return ItemArtefacts(doc_id, doc_id.split("/")[0], t, ParsedDocument(text=text, extras=extras))
 
 
 def doc_rows(result):

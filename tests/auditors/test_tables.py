@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.registry import load_auditor
 from ingestaudit.auditors.tables import METRICS, TABLE_EXTRACTION, TablesAuditor, reference_tables, split_tables
 from ingestaudit.measurement import State
@@ -28,7 +29,7 @@ SMALL = "<table><tbody><tr><td>x</td></tr></tbody></table>"  # n = 3
 def audit(refs, preds, declared=True, **options):
     settings_ = {} if declared is None else {TABLE_EXTRACTION: declared}
     parsed = ParsedDocument(text="", tables=tuple(preds), parser="p", settings=settings_)
-    rows = TablesAuditor(**options).audit(Truth(tables=tuple(refs)), parsed)
+    rows = TablesAuditor(**options).audit(ItemArtefacts.of(Truth(tables=tuple(refs)), parsed))
     keys = [(s.metric, s.label) for s in rows]
     assert len(keys) == len(set(keys)), "one row per metric and label"
     return {k: s for k, s in zip(keys, rows)}
@@ -119,7 +120,7 @@ def test_parser_that_looked_and_found_nothing_scores_zero():
 def test_parser_that_cannot_extract_tables_gives_no_prediction(declared):
     settings_ = {TABLE_EXTRACTION: False, "table_extraction_note": "fast strategy"} if declared is False else {}
     parsed = ParsedDocument(text="x", parser="unstructured", settings=settings_)
-    rows = TablesAuditor().audit(Truth(tables=(GT, SMALL)), parsed)
+    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(GT, SMALL)), parsed))
     assert len(rows) == 5 + 2 * 2
     assert all(s.state is State.NO_PREDICTION and s.value is None for s in rows)
     reason = rows[0].detail["reason"]
@@ -240,7 +241,8 @@ def test_tables_html_truth_file_with_two_tables(tmp_path):
     truth = load_truth(corpus.documents[0], corpus.root)
     assert truth.tables == (GT, SMALL)  # truth.py splits the file into its tables
     assert reference_tables(truth) == [GT, SMALL]
-    r = TablesAuditor().audit(truth, ParsedDocument(text="", tables=(SMALL,), settings={TABLE_EXTRACTION: True}))
+    parsed = ParsedDocument(text="", tables=(SMALL,), settings={TABLE_EXTRACTION: True})
+    r = TablesAuditor().audit(ItemArtefacts.of(truth, parsed))
     assert r[0].metric == "tables.teds" and r[0].value == 0.5 and r[0].denominator == 2
 
 
@@ -364,7 +366,7 @@ def test_demo_bylaw_table_from_pymupdf():
         return [c.text_content() for c in lxml_html.fromstring(html).iter("td", "th")]
 
     assert cells(parsed.tables[0]) == cells(truth.tables[0])
-    by = {(s.metric, s.label): s for s in TablesAuditor().audit(truth, parsed)}
+    by = {(s.metric, s.label): s for s in TablesAuditor().audit(ItemArtefacts.of(truth, parsed))}
     assert by["tables.teds", ""].value == by["tables.teds_s", ""].value
     assert 0.5 < by["tables.teds", ""].value < 1.0 and by["tables.recall", ""].value == 1.0
     # with the truth in the fixture today (rows directly under <table>, header cells th): n_true = 4 tr + 16 cells
@@ -389,10 +391,10 @@ def test_unstructured_declares_where_it_extracts_tables(tmp_path):
     txt.write_text("A B\n1 2\n", encoding="utf-8")
     parsed = parser.parse(Document("web/page", "web", html))
     assert parsed.settings[TABLE_EXTRACTION] is True and parsed.tables == (table,)
-    by = {(s.metric, s.label): s for s in TablesAuditor().audit(Truth(tables=(table,)), parsed)}
+    by = {(s.metric, s.label): s for s in TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(table,)), parsed))}
     assert by["tables.teds", ""].value == 1.0
     parsed = parser.parse(Document("text/page", "text", txt))
     assert parsed.settings[TABLE_EXTRACTION] is False and parsed.tables == ()
-    rows = TablesAuditor().audit(Truth(tables=(table,)), parsed)
+    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(table,)), parsed))
     assert all(s.state is State.NO_PREDICTION for s in rows)
     assert "partition_text" in rows[0].detail["reason"]

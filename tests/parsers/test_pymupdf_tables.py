@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.tables import TablesAuditor
 from ingestaudit.document import Document
 from ingestaudit.measurement import State
@@ -88,7 +89,7 @@ def test_ruled_tables_become_html_with_spans(ruled):
 
 def test_ruled_table_scores_one_and_the_issue_span_values(ruled):
     parsed = PyMuPDFParser().parse(doc(ruled))
-    rows = TablesAuditor().audit(Truth(tables=(SPANS,)), parsed)
+    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(SPANS,)), parsed))
     by = {(s.metric, s.label): s for s in rows}
     # one reference table, two predicted: pair = SPANS (1.0); P = 1/2, R = 1/1
     assert by["tables.teds", ""].value == 1.0
@@ -101,7 +102,7 @@ def test_ruled_table_scores_one_and_the_issue_span_values(ruled):
 def test_page_without_table_declares_extraction_and_scores_zero(plain):
     parsed = PyMuPDFParser().parse(doc(plain))
     assert parsed.tables == () and parsed.settings["table_extraction"] is True
-    by = {(s.metric, s.label): s for s in TablesAuditor().audit(Truth(tables=(SPANS,)), parsed)}
+    by = {(s.metric, s.label): s for s in TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(SPANS,)), parsed))}
     assert by["tables.teds", ""].value == 0.0 and by["tables.recall", ""].value == 0.0
     assert by["tables.precision", ""].state is State.NO_PREDICTION
 
@@ -113,7 +114,7 @@ def test_tables_off(ruled):
     assert parsed.settings["table_extraction"] is False
     assert "tables = false" in parsed.settings["table_extraction_note"]
     assert parser.settings()["tables"] is False
-    rows = TablesAuditor().audit(Truth(tables=(SPANS,)), parsed)
+    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(SPANS,)), parsed))
     assert all(s.state is State.NO_PREDICTION for s in rows)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.chunking import ChunkingAuditor
 from ingestaudit.chain import run_chain
 from ingestaudit.corpus import discover
@@ -88,7 +89,7 @@ def test_structural_chunking_at_component_level_follows_the_labelled_sections(tm
     ]
     # the list run is a block span of the chunker's input (kept whole by the structural chunker)
     assert [k for _, _, k in chain.block_spans].count("list_item") == 2
-    rows = {(s.metric, s.label): s for s in ChunkingAuditor().audit_chain(truth, parsed, chain, ())}
+    rows = {(s.metric, s.label): s for s in ChunkingAuditor().audit(ItemArtefacts.of(truth, parsed, chain=chain))}
     h = rows["chunking.hierarchy", ""]
     assert (h.value, h.numerator, h.denominator) == (1.0, 4, 4) and h.detail["unmapped"] == 0
     assert rows["chunking.attribution", ""].value == 1.0
@@ -96,7 +97,7 @@ def test_structural_chunking_at_component_level_follows_the_labelled_sections(tm
     small = run_chain(parsed, doc_id=doc.doc_id, doc_class="c", reference=truth.text, metadata=None,
                       cleaner=load_cleaner("none"), chunker=load_chunker("recursive", {"size": 20}),
                       embedder=None, evidence=(), min_span_coverage=0.5)
-    rows = {(s.metric, s.label): s for s in ChunkingAuditor().audit_chain(truth, parsed, small, ())}
+    rows = {(s.metric, s.label): s for s in ChunkingAuditor().audit(ItemArtefacts.of(truth, parsed, chain=small))}
     assert [c.text for c in small.chunks if "valve" in c.text] == ["- inlet valve", "- outlet valve"]
     assert rows["chunking.boundary_splits", "list"].numerator == 1
     assert rows["chunking.boundary_splits", "labelled_list"].numerator == 1

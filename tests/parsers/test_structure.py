@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.layout import HEADING_METRICS, HEADING_SOURCES, LIST_SOURCES, LayoutAuditor
 from ingestaudit.corpus import discover
 from ingestaudit.document import Document
@@ -136,7 +137,7 @@ def test_pymupdf_on_an_image_only_pdf_is_no_prediction_not_zero():
     doc, truth = _demo("scanned/allotment_minutes")
     parsed = PyMuPDFParser().parse(doc)
     assert not parsed.text.strip() and [b.kind for b in parsed.blocks] == ["image"]
-    rows = {s.metric: s for s in LayoutAuditor().audit(truth, parsed)}
+    rows = {s.metric: s for s in LayoutAuditor().audit(ItemArtefacts.of(truth, parsed))}
     for m in (*HEADING_METRICS, "layout.order_discordance", "layout.order_located"):
         assert rows[m].state is State.NO_PREDICTION, m
     assert rows["layout.heading_f1"].detail["reason"] == "the parser pymupdf produced no text"
@@ -192,8 +193,8 @@ def test_pymupdf_page_with_ten_thousand_tiny_spans(tmp_path: Path):
     # MuPDF groups the letters into 100 text blocks (one per row of 100 letters): all paragraphs, no list item
     kinds = [b.kind for b in parsed.blocks]
     assert kinds == ["heading"] + ["paragraph"] * 100
-    rows = {s.metric: s for s in LayoutAuditor().audit(
-        Truth(headings=(Heading(level=1, text="A real heading"),)), parsed)}
+    truth = Truth(headings=(Heading(level=1, text="A real heading"),))
+    rows = {s.metric: s for s in LayoutAuditor().audit(ItemArtefacts.of(truth, parsed))}
     assert (rows["layout.heading_precision"].value, rows["layout.heading_recall"].value) == (1.0, 1.0)
 
 
@@ -353,7 +354,7 @@ def _demo(doc_id: str):
                                     "born_digital/lab_notes_right_first"])
 def test_demo_pdf_headings_with_pymupdf(doc_id: str):
     doc, truth = _demo(doc_id)
-    rows = {s.metric: s for s in LayoutAuditor().audit(truth, PyMuPDFParser().parse(doc))}
+    rows = {s.metric: s for s in LayoutAuditor().audit(ItemArtefacts.of(truth, PyMuPDFParser().parse(doc)))}
     for m in ("layout.heading_precision", "layout.heading_recall", "layout.heading_level", "layout.hierarchy"):
         assert rows[m].value == 1.0, (doc_id, m, rows[m])
 
@@ -361,8 +362,10 @@ def test_demo_pdf_headings_with_pymupdf(doc_id: str):
 @pytest.mark.parametrize("doc_id", ["born_digital/pump_field_note", "born_digital/bylaw_quiet_hours"])
 def test_two_column_demo_order_zero_in_column_order_and_non_zero_interleaved(doc_id: str):
     doc, truth = _demo(doc_id)
-    by_column = {s.metric: s for s in LayoutAuditor().audit(truth, PyMuPDFParser(sort=False).parse(doc))}
-    interleaved = {s.metric: s for s in LayoutAuditor().audit(truth, PyMuPDFParser(sort=True).parse(doc))}
+    def rows(sort: bool) -> dict:
+        return {s.metric: s for s in LayoutAuditor().audit(ItemArtefacts.of(truth, PyMuPDFParser(sort=sort).parse(doc)))}
+
+    by_column, interleaved = rows(False), rows(True)
     assert by_column["layout.order_discordance"].value == 0.0
     assert by_column["layout.order_located"].value == 1.0
     o = interleaved["layout.order_discordance"]
@@ -375,7 +378,7 @@ def test_two_column_demo_order_zero_in_column_order_and_non_zero_interleaved(doc
 
 def test_right_column_first_content_stream_is_discordant():
     doc, truth = _demo("born_digital/lab_notes_right_first")
-    rows = {s.metric: s for s in LayoutAuditor().audit(truth, PyMuPDFParser(sort=False).parse(doc))}
+    rows = {s.metric: s for s in LayoutAuditor().audit(ItemArtefacts.of(truth, PyMuPDFParser(sort=False).parse(doc)))}
     o = rows["layout.order_discordance"]
     assert (o.numerator, o.denominator) == (9, 45)  # the right column's paragraphs first: 9 of C(10, 2) pairs
 
@@ -409,7 +412,7 @@ def test_demo_headings_with_every_parser():
             except (ParserError,) as exc:
                 recall.setdefault(name, {})[doc.doc_id] = type(exc).__name__
                 continue
-            rows = {s.metric: s for s in auditor.audit(truth, parsed)}
+            rows = {s.metric: s for s in auditor.audit(ItemArtefacts.of(truth, parsed))}
             r = rows["layout.heading_recall"]
             recall.setdefault(name, {})[doc.doc_id] = r.value if r.value is not None else r.state.value
     born = ("born_digital/pump_field_note", "born_digital/bylaw_quiet_hours", "born_digital/lab_notes_right_first")

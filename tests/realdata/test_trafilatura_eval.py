@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.boilerplate import BoilerplateAuditor
 from ingestaudit.importers import DestinationNotEmpty, SourceLayoutError, import_corpus
 from ingestaudit.model import ParsedDocument
@@ -121,8 +122,8 @@ def test_trafilatura_values_match_an_independent_computation(src, by_doc, direct
     totals = [0, 0, 0, 0]
     for doc_id, item in by_doc.items():
         truth = Truth(boilerplate=Boilerplate.model_validate({"with": item["with"], "without": item["without"]}))
-        rows = {s.metric: s for s in auditor.audit(truth, ParsedDocument(
-            text="", source_path=str(src / "html" / item["file"])))}
+        rows = {s.metric: s for s in auditor.audit(ItemArtefacts.of(truth, ParsedDocument(
+            text="", source_path=str(src / "html" / item["file"]))))}
         ret, rem = rows["boilerplate.content_retention"], rows["boilerplate.removal_recall"]
         assert (ret.numerator, ret.denominator, rem.numerator, rem.denominator) == direct[doc_id], doc_id
         totals = [t + v for t, v in zip(totals, direct[doc_id])]

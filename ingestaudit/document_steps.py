@@ -1,0 +1,425 @@
+"""The per-document steps of one task (one document x one pipeline), in the worker: parse (through the pipeline's
+parser routing), the detection steps its audited stages read (`ingestaudit.steps`), clean -> chunk -> embed
+(`ingestaudit.chain`); the result is the document's `ingestaudit.auditors.base.ItemArtefacts`, which every
+document-scope auditor reads and from which every corpus-scope auditor takes its compact artefact. The parsed
+document never leaves the worker: a `TaskResult` holds rows, failures, compact artefacts and the chain's
+`DocChunks`.
+
+Auditors are dispatched on what they declare (`ingestaudit.auditors.base.Auditor.scope` and ``reads``), never on
+their class. Steps and auditors are built once per worker process and options.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ingestaudit.auditors.base import CHAIN, Auditor, ItemArtefacts, Scope, artefact_item
+from ingestaudit.auditors.registry import load_auditor
+from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, run_chain
+from ingestaudit.document import Document
+from ingestaudit.executors.base import TaskTimeout, raised_message
+from ingestaudit.measurement import Measurement, Score, State
+from ingestaudit.model import ParsedDocument
+from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
+from ingestaudit.parsers.routing import ParserSpec, Unrouted
+from ingestaudit.pipeline import Pipeline, StageChoice
+from ingestaudit.steps import step_artefact, with_step
+from ingestaudit.truth import Truth
+
+
+@dataclass(frozen=True)
+class Task:
+    """One document x pipeline, with the truth already loaded, the stages to audit and the evidence items of the
+    questions that point into this document."""
+
+    document: Document
+    doc_class: str
+    truth: Truth
+    pipeline: Pipeline
+    parser: ParserSpec
+    stages: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # (stage, sorted options)
+    evidence: tuple[EvidenceRef, ...] = ()
+    min_span_coverage: float = DEFAULT_MIN_SPAN_COVERAGE
+    cache_dir: str | None = None
+    context: tuple[tuple[str, tuple[str, ...]], ...] = ()  # corpus-level stage -> its corpus-wide context
+
+
+@dataclass
+class TaskResult:
+    """What a task returns: its measurement rows and failures (stage, message), the parse state (and why there is
+    no parsed document), for each corpus-scope stage its compact artefact and the message when computing it (or
+    the step it reads) failed (`Auditor.artefact`; never the parsed document), and for the pipeline-scope stages
+    the chain's `DocChunks`. ``measurements`` are `Measurement`s while the task runs and store records
+    (`ingestaudit.store.record`) once `run_task` returns."""
+
+    measurements: list[Any]
+    failures: list[tuple[str, str]]
+    parse_state: State = State.OK
+    parse_reason: str = ""
+    chunks: DocChunks | None = None
+    warnings: tuple[str, ...] = ()  # the parser's warnings on this document (`kept_warnings`: capped)
+    warning_count: int = 0  # how many it raised in all
+    artefacts: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    unread: bool = False  # a routed pipeline has no route that reads the document (`Unrouted`)
+
+
+CHAIN_STAGES = ("chunking", "retrieval", "index")
+"""Stages that need the chain after parsing (clean -> chunk -> embed); they run by default only when the corpus has
+questions or the config defines pipelines, since embedding every chunk is the costliest step of a run."""
+
+_PARSERS: dict[str, Parser] = {}  # per worker process, keyed by repr(ParserSpec)
+_AUDITORS: dict[tuple[str, str], Auditor] = {}
+_STAGE_IMPLS: dict[tuple[str, str], Any] = {}  # per worker process: cleaners, chunkers, embedders by choice
+_LAST_PARSE: dict[str, Any] = {}  # per worker process: the last document parsed, so sweep variants parse once
+_IN_WORKER = False
+
+
+def auditor(stage: str, options: tuple[tuple[str, Any], ...]) -> Auditor:
+    """The auditor of ``stage`` with ``options`` (sorted pairs), built once per process."""
+    key = (stage, repr(options))  # options may hold lists (TOML arrays), which do not hash
+    if key not in _AUDITORS:
+        _AUDITORS[key] = load_auditor(stage, dict(options))
+    return _AUDITORS[key]
+
+
+def _parser(spec: ParserSpec) -> Parser:
+    key = repr(spec)
+    if key not in _PARSERS:
+        _PARSERS[key] = spec.build()
+    return _PARSERS[key]
+
+
+def stage_impl(stage: str, choice: StageChoice, cache_dir: str | None = None) -> Any:
+    """The cleaner, chunker or embedder of a pipeline stage, built once per process."""
+    key = (stage, repr(choice))
+    if key not in _STAGE_IMPLS:
+        if stage == "cleaner":
+            from ingestaudit.stages.cleaners.registry import load_cleaner
+
+            _STAGE_IMPLS[key] = load_cleaner(choice.use, choice.kwargs())
+        elif stage == "chunker":
+            from ingestaudit.stages.chunkers.registry import load_chunker
+
+            _STAGE_IMPLS[key] = precomputed_or(choice) if choice.use == "precomputed" else load_chunker(
+                choice.use, choice.kwargs())
+        else:
+            from ingestaudit.stages.embedders.registry import load_cached_embedder
+
+            _STAGE_IMPLS[key] = load_cached_embedder(choice.use, choice.kwargs(), cache_dir)
+    return _STAGE_IMPLS[key]
+
+
+def precomputed_or(choice: StageChoice) -> Any:
+    """The ``precomputed`` chunker of an ``--outputs`` pipeline: the chunks an output holds, and for an output without
+    chunks the default chunker with the stage's other options (so ``--sweep chunker.size=...`` applies to it)."""
+    from ingestaudit.pipeline import DEFAULTS
+    from ingestaudit.stages.chunkers.registry import load_chunker
+
+    opts = choice.kwargs()
+    own = {k: opts.pop(k) for k in ("normalises_whitespace", "max_overlap") if k in opts}
+    chunker = load_chunker("precomputed", own)
+    chunker.fallback = load_chunker(DEFAULTS["chunker"], opts)
+    return chunker
+
+
+EMBED_THREADS = 1
+"""Torch intra-op threads while embedding, in every process: a matrix product split over another number of threads
+may sum in another order, so a fixed count keeps the vectors (and every index and retrieval number) the same on
+every executor and worker count. One thread per worker also never oversubscribes the cores."""
+
+
+@contextmanager
+def embedding_threads(active: bool = True) -> Iterator[None]:
+    """Run the block with `EMBED_THREADS` torch threads (torch imported first when it is installed, so the first
+    document is embedded like the others); in the main process the previous count is restored after. Does nothing
+    when not ``active`` (no chunk is embedded)."""
+    torch = None
+    if active:
+        try:
+            import torch
+        except ImportError:  # an embedder without torch: nothing to fix
+            torch = None
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    if before != EMBED_THREADS:
+        torch.set_num_threads(EMBED_THREADS)
+    try:
+        yield
+    finally:
+        if before != EMBED_THREADS and not _IN_WORKER:
+            torch.set_num_threads(before)
+
+
+def propagates(exc: BaseException) -> bool:
+    """Whether a task re-raises ``exc`` instead of turning it into error rows: the ``serial`` executor's time
+    budget, and an interrupt outside a worker process."""
+    return isinstance(exc, TaskTimeout) or (isinstance(exc, KeyboardInterrupt) and not _IN_WORKER)
+
+
+def worker_init() -> None:
+    """Per-worker set-up: one OCR thread per worker (Tesseract's OpenMP threads would fight the pool for cores)."""
+    import os
+
+    global _IN_WORKER
+    _IN_WORKER = True
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+
+def forget_last_parse() -> None:
+    """Drop this process's cached parse (the serial executor runs tasks in the main process: a new run must never
+    reuse a parse of an earlier one)."""
+    _LAST_PARSE.clear()
+
+
+def _parse(task: Task) -> ParsedDocument:
+    """The document parsed by the parser its pipeline routes it to (`ParserSpec.parser_for`).
+
+    Raises:
+        Unrouted: a routed pipeline has no route that reads it (a routed parser's `UnsupportedFormat` included).
+        ParserError, NoOutput, UnsupportedFormat: as the parser raises them.
+    """
+    spec, parser = task.parser.parser_for(task.document, _parser)
+    key = f"{task.document.doc_id}\0{task.document.path}\0{spec!r}"
+    if _LAST_PARSE.get("key") != key:
+        _LAST_PARSE.clear()
+        try:
+            parsed = parser.parse(task.document)
+        except UnsupportedFormat as exc:
+            if task.parser.routes:
+                raise task.parser.unrouted(task.document, parser, str(exc)) from None
+            raise
+        _LAST_PARSE["parsed"] = replace(parsed, source_path=str(task.document.path))
+        _LAST_PARSE["key"] = key
+    return _LAST_PARSE["parsed"]
+
+
+# --- what each auditor of a task is, from its declarations ---------------------------------------------------------
+
+def _document_auditors(auditors: list[Auditor]) -> tuple[list[Auditor], list[Auditor]]:
+    """The document-scope auditors that read the parsed document, and those that read the chain's output."""
+    doc = [a for a in auditors if a.scope is Scope.DOCUMENT]
+    return [a for a in doc if CHAIN not in a.reads], [a for a in doc if CHAIN in a.reads]
+
+
+def _wants_chain(auditors: list[Auditor]) -> bool:
+    """Whether any auditor reads the chain (clean -> chunk -> embed) of this task."""
+    return any(CHAIN in a.reads for a in auditors)
+
+
+def rows_in_state(task: Task, auditors: list[Auditor], state: State, reason: str) -> list[Measurement]:
+    """A row in ``state`` for every metric of ``auditors`` whose scope is not the corpus (corpus-scope ones get
+    theirs from `Auditor.audit_artefacts`)."""
+    return [Measurement.of(Score.missing(spec.name, state, reason), item=task.document.doc_id,
+                           doc_class=task.doc_class, pipeline=task.pipeline.name)
+            for a in auditors if a.scope is not Scope.CORPUS for spec in a.metrics]
+
+
+def _audit_document(a: Auditor, item: ItemArtefacts) -> list[Score]:
+    """``a.audit(item)``. Adapter, to be removed when `ingestaudit.auditors.boilerplate` is converted: an auditor
+    whose ``audit`` still takes ``(truth, parsed)`` is called that way."""
+    if len(inspect.signature(a.audit).parameters) == 2:
+        return a.audit(item.truth, item.parsed)  # type: ignore[call-arg]
+    return a.audit(item)
+
+
+# --- the artefacts of one document ---------------------------------------------------------------------------------
+
+def document_item(task: Task, auditors: list[Auditor], parsed: ParsedDocument | None,
+                  state: State = State.OK, reason: str = "") -> tuple[ItemArtefacts, dict[str, str]]:
+    """The document's `ItemArtefacts` before the chain: ``parsed`` (None: ``state`` and ``reason`` say why) and the
+    artefact of every step a corpus-scope auditor reads (`ingestaudit.steps.step_artefact`), and per stage the
+    message of a step that raised on this document (its artefact is then absent)."""
+    context = dict(task.context)
+    steps: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for a in auditors:
+        step = a.reads_step() if a.scope is Scope.CORPUS else ""
+        if not step:
+            continue
+        try:
+            got = step_artefact(a, task.pipeline, parsed, task.truth, context.get(a.stage, ()))
+        except BaseException as exc:  # a step failing on one document: an error of that document for this stage
+            if propagates(exc):
+                raise
+            failed[a.stage] = raised_message(exc)
+            continue
+        if got is not None:
+            steps[step] = got
+    return ItemArtefacts(task.document.doc_id, task.doc_class, task.truth, parsed, None, task.evidence, steps,
+                         state, reason), failed
+
+
+def corpus_artefacts(task: Task, auditors: list[Auditor], item: ItemArtefacts,
+                     step_failures: dict[str, str]) -> dict[str, tuple[Any, str]]:
+    """Each corpus-scope stage's artefact of this document x pipeline (`Auditor.artefact` of ``item``, through the
+    pipeline's corpus-level step, `ingestaudit.steps.with_step`) and the message when its step or its artefact
+    could not be computed from the document (the artefact then holds the truth's part only)."""
+    context = dict(task.context)
+    out: dict[str, tuple[Any, str]] = {}
+    for a in auditors:
+        if a.scope is Scope.CORPUS:
+            got, msg = artefact_item(with_step(a, task.pipeline), item, context.get(a.stage, ()))
+            out[a.stage] = (got.artefact, step_failures.get(a.stage, "") or msg)
+    return out
+
+
+def _without_output_artefacts(task: Task, auditors: list[Auditor], state: State,
+                              reason: str) -> dict[str, tuple[Any, str]]:
+    """`corpus_artefacts` of a document the pipeline produced nothing for."""
+    item, failed = document_item(task, auditors, None, state, reason)
+    return corpus_artefacts(task, auditors, item, failed)
+
+
+def kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
+    """A parser's warnings as the report keeps them: the first `MAX_PARSE_WARNINGS` messages, each cut to
+    `MAX_WARNING_CHARS` characters, and how many there were (a damaged PDF may raise thousands)."""
+    from ingestaudit.report.schema import MAX_PARSE_WARNINGS, MAX_WARNING_CHARS
+
+    items = [str(w) for w in (warnings or ())] if isinstance(warnings, (list, tuple)) else [str(warnings)]
+    kept = tuple(w if len(w) <= MAX_WARNING_CHARS else w[:MAX_WARNING_CHARS - 1] + "…"
+                 for w in items[:MAX_PARSE_WARNINGS])
+    return kept, len(items)
+
+
+# --- one task ------------------------------------------------------------------------------------------------------
+
+def run_task(task: Task) -> TaskResult:
+    """`_run_task` with its rows in store form (`ingestaudit.store.record`: serialised here, in the worker, so the
+    main process only moves them to the store)."""
+    return packed(_run_task(task))
+
+
+def packed(res: TaskResult) -> TaskResult:
+    """``res`` with its rows as store records (unchanged when they already are)."""
+    from ingestaudit.store import record
+
+    if res.measurements and not isinstance(res.measurements[0], tuple):
+        res.measurements = [record(m) for m in res.measurements]
+    return res
+
+
+def _run_task(task: Task) -> TaskResult:
+    """Parse one document with its pipeline's parser, run the steps its corpus-scope auditors read and (when an
+    auditor reads the chain) clean, chunk and embed it; then every document-scope auditor reads the document's
+    `ItemArtefacts` and every corpus-scope auditor takes its compact artefact from it.
+
+    Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped`` rows
+    (``error`` rows for a routed pipeline: `Unrouted`), a missing output ``no_prediction`` rows; an auditor or
+    step that raises gives ``error`` rows for its stage only. The retrieval and index stages get the chain's
+    `DocChunks`; the parsed document itself never leaves this function.
+    """
+    auditors = [auditor(stage, opts) for stage, opts in task.stages]
+    on_parsed, on_chain = _document_auditors(auditors)
+    corpus_level = any(a.scope is Scope.CORPUS for a in auditors)
+    wants_chain = _wants_chain(auditors)
+    # a pipeline whose only vector consumer reads the user's vectors (index + vectors.npy) is not embedded
+    embed_chunks = any(a.needs_chunk_vectors(task.pipeline) for a in auditors if CHAIN in a.reads)
+    applicable = [a for a in on_parsed if a.applies(task.truth)] + on_chain
+    rows = rows_in_state(task, [a for a in on_parsed if a not in applicable], State.NO_REFERENCE,
+                         "no truth for this stage")
+    if not applicable and not corpus_level and not wants_chain:
+        return TaskResult(rows, [])
+
+    def without_output(state: State, msg: str, fails: list[tuple[str, str]]) -> TaskResult:
+        doc = DocChunks(task.document.doc_id, task.doc_class, state, msg) if wants_chain else None
+        return TaskResult(rows + rows_in_state(task, applicable, state, msg), fails, parse_state=state,
+                          parse_reason=msg, chunks=doc,
+                          artefacts=_without_output_artefacts(task, auditors, State.NO_PREDICTION, ""))
+
+    try:
+        parsed = _parse(task)
+    except UnsupportedFormat as exc:
+        return without_output(State.SKIPPED, str(exc), [])
+    except Unrouted as exc:
+        res = without_output(State.ERROR, str(exc), [("parse", str(exc))])
+        res.unread = True
+        return res
+    except NoOutput as exc:
+        return without_output(State.NO_PREDICTION, str(exc), [])
+    except ParserError as exc:
+        return without_output(State.ERROR, str(exc), [("parse", str(exc))])
+    except BaseException as exc:  # a parser bug (even SystemExit from a plug-in) must not stop the run
+        if propagates(exc):
+            raise
+        msg = raised_message(exc)  # a MemoryError names the worker limit
+        return without_output(State.ERROR, msg, [("parse", msg)])
+    item, step_failures = document_item(task, auditors, parsed)
+    chain_failure = ""
+    doc_chunks = None
+    if wants_chain:
+        try:
+            with embedding_threads(embed_chunks):
+                chain = run_chain(
+                    parsed, doc_id=task.document.doc_id, doc_class=task.doc_class, reference=task.truth.text,
+                    metadata=task.truth.metadata, cleaner=stage_impl("cleaner", task.pipeline.stage("cleaner")),
+                    chunker=stage_impl("chunker", task.pipeline.stage("chunker")),
+                    embedder=stage_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
+                    evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks)
+        except BaseException as exc:  # a cleaner, chunker or embedder failing on one document
+            if propagates(exc):
+                raise
+            chain_failure = raised_message(exc)  # a MemoryError names the worker limit
+            doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, chain_failure)
+        else:
+            doc_chunks = chain.doc
+            item = replace(item, chain=chain)
+    failures: list[tuple[str, str]] = []
+
+    def audited(group: list[Auditor]) -> list[Measurement]:
+        out: list[Measurement] = []
+        for a in group:
+            try:
+                out += [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class,
+                                       pipeline=task.pipeline.name) for s in _audit_document(a, item)]
+            except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
+                if propagates(exc):
+                    raise
+                msg = raised_message(exc)  # a MemoryError names the worker limit
+                out += rows_in_state(task, [a], State.ERROR, msg)
+                failures.append((a.stage, msg))
+        return out
+
+    rows += audited([a for a in applicable if CHAIN not in a.reads])
+    artefacts = corpus_artefacts(task, auditors, item, step_failures)
+    failures += [(stage, msg) for stage, (_, msg) in artefacts.items() if msg]
+    if chain_failure:
+        rows += rows_in_state(task, on_chain, State.ERROR, chain_failure)
+        failures.append(("chunking", chain_failure))
+    elif wants_chain:
+        rows += audited(on_chain)
+    kept, count = kept_warnings(parsed.warnings)
+    return TaskResult(rows, failures, chunks=doc_chunks, warnings=kept, warning_count=count, artefacts=artefacts)
+
+
+def skipped(task: Task, msg: str, every_stage: bool) -> TaskResult:
+    """The rows of a task that is never run because its document is over a size limit: ``skipped`` with ``msg`` for
+    every document-scope stage (``every_stage``: its labels are over a limit, so none can be trusted) or for the
+    stages its truth applies to (its source file is over a limit; the others are ``no_reference`` as always)."""
+    auditors = [auditor(stage, opts) for stage, opts in task.stages]
+    on_parsed, on_chain = _document_auditors(auditors)
+    hit = on_parsed if every_stage else [a for a in on_parsed if a.applies(task.truth)]
+    rows = rows_in_state(task, [a for a in on_parsed if a not in hit], State.NO_REFERENCE, "no truth for this stage")
+    rows += rows_in_state(task, hit + on_chain, State.SKIPPED, msg)
+    chunks = DocChunks(task.document.doc_id, task.doc_class, State.SKIPPED, msg) if _wants_chain(auditors) else None
+    return TaskResult(rows, [], parse_state=State.SKIPPED, parse_reason=msg, chunks=chunks,
+                      artefacts=_without_output_artefacts(task, auditors, State.NO_PREDICTION, ""))
+
+
+def failed(task: Task, msg: str) -> TaskResult:
+    """The rows of a task that did not finish (a timeout, a dead worker, a task that cannot be sent): ``error``
+    with ``msg`` for every stage its truth applies to (pipeline-scope stages included), ``no_reference`` for the
+    others."""
+    auditors = [auditor(stage, opts) for stage, opts in task.stages]
+    applicable = [a for a in auditors if a.applies(task.truth)]
+    rows = rows_in_state(task, [a for a in auditors if a not in applicable], State.NO_REFERENCE,
+                         "no truth for this stage")
+    chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, msg) if _wants_chain(auditors) else None
+    return TaskResult(rows + rows_in_state(task, applicable, State.ERROR, msg), [("parse", msg)],
+                      parse_state=State.ERROR, parse_reason=msg, chunks=chunks,
+                      artefacts=_without_output_artefacts(task, auditors, State.NO_PREDICTION, ""))
