@@ -9,13 +9,14 @@ text, so no alignment and no evidence).
 
 Per document, each measured as the best of ``--repeat`` (methods interleaved round by round, so load bursts hit all):
 
-- **baseline**: ``PyMuPDFParser().parse(doc)`` (default settings, table detection on), as `ingestaudit.runner`'s
+- **baseline**: ``PyMuPDFParser().parse(doc)`` (default settings, table detection on), as `ingestaudit.document_steps`'
   ``run_task`` calls it.
 - **audit without the model**: ``run_chain(parsed, cleaner=none, chunker=recursive (default, 1000 chars), embedder=E,
-  ...)`` + ``ChunkingAuditor().audit_chain(...)``, where E is the real MiniLM embedder's tokenizer (token counts,
-  max_seq_length) but whose ``embed`` returns seeded random unit vectors: everything the chain and the auditor do
-  except the model's forward passes (cleaning, chunking, offset maps, extraction alignment to the reference, pointer
-  checks, sentence segmentation, boundaries, coherence arithmetic and its random-split baseline, evidence).
+  ...)`` + ``ChunkingAuditor().audit(ItemArtefacts.of(..., chain=...))``, where E is the real MiniLM embedder's
+  tokenizer (token counts, max_seq_length) but whose ``embed`` returns seeded random unit vectors: everything the
+  chain and the auditor do except the model's forward passes (cleaning, chunking, offset maps, extraction alignment
+  to the reference, pointer checks, sentence segmentation, boundaries, coherence arithmetic and its random-split
+  baseline, evidence).
 - **audit with the model**: the same with the real embedder and no cache (chunks embedded by the chain, sentences by
   the coherence metric).
 
@@ -94,6 +95,7 @@ def evidence_by_doc(corpus, truths):
 
 
 def bench_corpus(label: str, root: Path, repeat: int, real, stub) -> dict:
+    from ingestaudit.auditors.base import ItemArtefacts
     from ingestaudit.auditors.chunking import ChunkingAuditor
     from ingestaudit.chain import run_chain
     from ingestaudit.corpus import discover
@@ -119,7 +121,7 @@ def bench_corpus(label: str, root: Path, repeat: int, real, stub) -> dict:
         ev = tuple(evidence.get(d.doc_id, ()))
         chain = run_chain(parsed, doc_id=d.doc_id, doc_class=d.doc_class, reference=t.text, metadata=t.metadata,
                           cleaner=cleaner, chunker=chunker, embedder=emb, evidence=ev, min_span_coverage=0.5)
-        auditor.audit_chain(t, parsed, chain, ev)
+        auditor.audit(ItemArtefacts.of(t, parsed, chain=chain, evidence=ev))
         return chain
 
     rows = []
