@@ -139,3 +139,40 @@ def test_executors_import_no_parser_stage_or_auditor():
 def test_auditors_import_no_parser_or_executor_and_only_the_listed_stages():
     assert _edges(_graph(), "auditors", {"parsers", "executors"}) == set()
     assert _edges(_graph(), "auditors", {"stages"}) == AUDITORS_STILL_LOADING_STEPS
+
+
+def _auditor_class_names() -> set[str]:
+    """Every class of the package that is an auditor: `Auditor`, the names of its former shapes, and every class
+    whose base is one of them (transitively), read with `ast`."""
+    names = {"Auditor", "ChainAuditor", "CorpusAuditor", "PipelineAuditor"}
+    classes = [node for path in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(path.read_text("utf-8")))
+               if isinstance(node, ast.ClassDef)]
+    grew = True
+    while grew:
+        grew = False
+        for c in classes:
+            bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in c.bases}
+            if c.name not in names and bases & names:
+                names.add(c.name)
+                grew = True
+    return names
+
+
+def _isinstance_names(path: Path) -> set[str]:
+    """The class names the ``isinstance`` calls of one module test against."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            out |= {k.id if isinstance(k, ast.Name) else getattr(k, "attr", "") for k in kinds}
+    return out
+
+
+def test_the_runner_dispatches_auditors_on_their_declarations_not_their_class():
+    """Issue 24 point 2: the runner and the per-document steps read an auditor's ``scope`` and ``reads``; no
+    ``isinstance`` names an auditor class."""
+    auditors = _auditor_class_names()
+    assert {"ExtractionAuditor", "StepAudit", "RetrievalAuditor", "LanguageAuditor"} <= auditors
+    assert _isinstance_names(PACKAGE / "auditors" / "reach.py") & {"ArtefactItem"}  # the walk sees isinstance
+    for module in ("runner.py", "document_steps.py", "truth_pass.py", "pipeline_provenance.py"):
+        assert _isinstance_names(PACKAGE / module) & auditors == set(), module
