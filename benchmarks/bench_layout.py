@@ -37,6 +37,7 @@ def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]],
                  link_roots: tuple[Path, ...] = ()) -> list[dict]:
     """Parse every document with every parser and audit its layout; one result per parser. ``link_roots``: the
     folders the corpus's document links may point into (an imported corpus links to its source)."""
+    from ingestaudit.auditors.base import ItemArtefacts
     from ingestaudit.auditors.layout import LayoutAuditor
     from ingestaudit.corpus import discover
     from ingestaudit.parsers.base import NoOutput, ParserError, UnsupportedFormat
@@ -51,8 +52,8 @@ def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]],
         raise SystemExit(f"{corpus}: {found.problems[0]}")
     auditor = LayoutAuditor()
     warm = "\n".join(f"warm-up paragraph number {k} of the bench" for k in range(3))
-    auditor.audit(Truth(text=warm, headings=(Heading(level=1, text="Warm up"),)),  # imports out of the timings
-                  ParsedDocument(text=warm, blocks=(Block("Warm up", kind="heading", level=1),)))
+    auditor.audit(ItemArtefacts.of(Truth(text=warm, headings=(Heading(level=1, text="Warm up"),)),  # imports out
+                                   ParsedDocument(text=warm, blocks=(Block("Warm up", kind="heading", level=1),))))
     out = []
     for name, parser_name, opts in parsers:
         parser = load_parser(parser_name, opts)
@@ -79,7 +80,7 @@ def audit_corpus(corpus: Path, label: str, parsers: list[tuple[str, str, dict]],
                 per_doc[doc.doc_id] = {"parse": state}
                 continue
             t0 = time.perf_counter()
-            scores = auditor.audit(truth, parsed)
+            scores = auditor.audit(ItemArtefacts.of(truth, parsed))
             audit_s += time.perf_counter() - t0
             for s in scores:
                 rows.setdefault(s.metric, []).append((s.state.value, s.value, s.numerator, s.denominator))

@@ -32,6 +32,7 @@ def best(fn, repeat: int) -> float:
 def overhead(corpus: Path, parser_name: str, repeat: int) -> dict:
     """Parse time (baseline) and audit time of the extraction + normalization auditors, same documents."""
     from ingestaudit.auditors.extraction import ExtractionAuditor
+    from ingestaudit.auditors.base import ItemArtefacts
     from ingestaudit.auditors.normalization import NormalizationAuditor
     from ingestaudit.corpus import discover
     from ingestaudit.parsers.base import ParserError
@@ -50,7 +51,8 @@ def overhead(corpus: Path, parser_name: str, repeat: int) -> dict:
             continue
     auditors = [ExtractionAuditor(), NormalizationAuditor()]
     parse_s = best(lambda: [parser.parse(d) for d, _, _ in pairs], repeat)
-    audit_s = best(lambda: [a.audit(t, p) for _, t, p in pairs for a in auditors if a.applies(t)], repeat)
+    items = [ItemArtefacts.of(t, p) for _, t, p in pairs]
+    audit_s = best(lambda: [a.audit(i) for i in items for a in auditors if a.applies(i.truth)], repeat)
     return {"corpus": corpus.name, "parser": parser_name, "documents": len(pairs), "parse_s": parse_s,
             "audit_s": audit_s, "audit_over_parse": audit_s / parse_s if parse_s else None}
 

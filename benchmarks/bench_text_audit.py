@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ingestaudit.auditors.base import ItemArtefacts  # noqa: E402
 from ingestaudit.auditors.extraction import ExtractionAuditor  # noqa: E402
 from ingestaudit.auditors.normalization import NormalizationAuditor  # noqa: E402
 from ingestaudit.document import Document  # noqa: E402
@@ -76,8 +77,8 @@ def part1(repeat: int) -> dict:
 
     def audit_all() -> None:
         for t, pd in zip(truths, parsed):
-            ext.audit(t, pd)
-            norm.audit(t, pd)
+            ext.audit(ItemArtefacts.of(t, pd))
+            norm.audit(ItemArtefacts.of(t, pd))
 
     def best(fn) -> float:
         times = []
