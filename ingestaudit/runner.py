@@ -29,7 +29,7 @@ from typing import Any
 from ingestaudit import __version__
 from ingestaudit.auditors.base import (ArtefactItem, Auditor, ChainAuditor, CorpusAuditor, PipelineAuditor,
                                        PipelineContext)
-from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, run_chain
+from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, clean_step, run_chain
 from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
 from ingestaudit.config import Config, table_limit_problem
 from ingestaudit.corpus_steps import with_step
@@ -116,6 +116,12 @@ def _rows_in_state(task: Task, auditors: list[Auditor], state: State, reason: st
     return [Measurement.of(Score.missing(spec.name, state, reason), item=task.document.doc_id,
                            doc_class=task.doc_class, pipeline=task.pipeline.name)
             for a in auditors if not isinstance(a, CorpusAuditor) for spec in a.metrics]
+
+
+def _reads_clean(auditor: Auditor) -> bool:
+    """True for a chain auditor that reads only the clean step's artefact (`ingestaudit.chain.Cleaning`: the
+    boilerplate auditor's ``reads_step``); it applies like a per-document auditor and needs no chunk."""
+    return isinstance(auditor, ChainAuditor) and getattr(auditor, "reads_step", "") == "clean"
 
 
 CHAIN_STAGES = ("chunking", "retrieval", "index")
@@ -238,15 +244,18 @@ def _run_task(task: Task) -> TaskResult:
     """
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
     corpus_level = any(isinstance(a, CorpusAuditor) for a in auditors)
-    chain_auditors = [a for a in auditors if isinstance(a, ChainAuditor)]
+    clean_readers = [a for a in auditors if _reads_clean(a)]  # read the clean step only (boilerplate)
+    chain_auditors = [a for a in auditors if isinstance(a, ChainAuditor) and a not in clean_readers]
     wants_chain = bool(chain_auditors) or any(isinstance(a, PipelineAuditor) for a in auditors)
     # a pipeline whose only vector consumer reads the user's vectors (index + vectors.npy) is not embedded
     embed_chunks = bool(chain_auditors) or any(getattr(a, "needs_chunk_vectors", lambda p: True)(task.pipeline)
                                                for a in auditors if isinstance(a, PipelineAuditor))
     per_doc = [a for a in auditors if not isinstance(a, (CorpusAuditor, ChainAuditor, PipelineAuditor))]
+    per_doc += clean_readers  # like a per-document auditor: rows only where its truth applies
     applicable = [a for a in per_doc if a.applies(task.truth)] + chain_auditors
     rows = _rows_in_state(task, [a for a in per_doc if a not in applicable], State.NO_REFERENCE,
                           "no truth for this stage")
+    clean_readers = [a for a in clean_readers if a in applicable]
     if not applicable and not corpus_level and not wants_chain:
         return TaskResult(rows, [])
 
@@ -278,47 +287,53 @@ def _run_task(task: Task) -> TaskResult:
         return [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class, pipeline=task.pipeline.name)
                 for s in scores]
 
-    for a in [a for a in applicable if not isinstance(a, ChainAuditor)]:
+    def audited(a: Auditor, scores: Callable[[], list[Score]]) -> None:
         try:
-            rows += place(a.audit(task.truth, parsed))
+            rows.extend(place(scores()))
         except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
             if _propagates(exc):
                 raise
             msg = raised_message(exc)  # a MemoryError names the worker limit
-            rows += _rows_in_state(task, [a], State.ERROR, msg)
+            rows.extend(_rows_in_state(task, [a], State.ERROR, msg))
             failures.append((a.stage, msg))
+
+    for a in [a for a in applicable if not isinstance(a, ChainAuditor)]:
+        audited(a, lambda: a.audit(task.truth, parsed))
     artefacts = _artefacts(task, auditors, parsed)
     for stage, (_, msg) in artefacts.items():
         if msg:
             failures.append((stage, msg))
     doc_chunks = None
-    if wants_chain:
+    cleaning = None
+    if wants_chain or clean_readers:
         try:
-            with _embedding_threads(embed_chunks):
-                chain = run_chain(
-                    parsed, doc_id=task.document.doc_id, doc_class=task.doc_class, reference=task.truth.text,
-                    metadata=task.truth.metadata, cleaner=_impl("cleaner", task.pipeline.stage("cleaner")),
-                    chunker=_impl("chunker", task.pipeline.stage("chunker")),
-                    embedder=_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
-                    evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks)
+            cleaner = _impl("cleaner", task.pipeline.stage("cleaner"))
+            labelled = clean_readers[0].labelled_text(task.truth) if clean_readers else None
+            cleaning = clean_step(cleaner, parsed, name=task.pipeline.stage("cleaner").use, labelled_text=labelled)
+            if wants_chain:
+                with _embedding_threads(embed_chunks):
+                    chain = run_chain(
+                        parsed, doc_id=task.document.doc_id, doc_class=task.doc_class, reference=task.truth.text,
+                        metadata=task.truth.metadata, cleaner=cleaner,
+                        chunker=_impl("chunker", task.pipeline.stage("chunker")),
+                        embedder=_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
+                        evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks,
+                        cleaning=cleaning)
         except BaseException as exc:  # a cleaner, chunker or embedder failing on one document
             if _propagates(exc):
                 raise
             msg = raised_message(exc)  # a MemoryError names the worker limit
-            rows += _rows_in_state(task, chain_auditors, State.ERROR, msg)
-            failures.append(("chunking", msg))
-            doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, msg)
+            rows += _rows_in_state(task, chain_auditors + (clean_readers if cleaning is None else []), State.ERROR,
+                                   msg)
+            failures.append(("chunking" if wants_chain else clean_readers[0].stage, msg))
+            if wants_chain:
+                doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, msg)
         else:
-            doc_chunks = chain.doc
-            for a in chain_auditors:
-                try:
-                    rows += place(a.audit_chain(task.truth, parsed, chain, task.evidence))
-                except BaseException as exc:
-                    if _propagates(exc):
-                        raise
-                    msg = raised_message(exc)  # a MemoryError names the worker limit
-                    rows += _rows_in_state(task, [a], State.ERROR, msg)
-                    failures.append((a.stage, msg))
+            doc_chunks = chain.doc if wants_chain else None
+            for a in chain_auditors if wants_chain else []:
+                audited(a, lambda: a.audit_chain(task.truth, parsed, chain, task.evidence))
+    for a in clean_readers if cleaning is not None else []:  # they read the clean step, whatever came after it
+        audited(a, lambda: a.audit_chain(task.truth, parsed, cleaning, task.evidence))
     kept, count = _kept_warnings(parsed.warnings)
     return TaskResult(rows, failures, chunks=doc_chunks, warnings=kept, warning_count=count, artefacts=artefacts)
 
@@ -453,8 +468,9 @@ def _skipped(task: Task, msg: str, every_stage: bool) -> TaskResult:
     for the stages its truth applies to (its source file is over a limit; the others are ``no_reference`` as
     always)."""
     auditors = [_auditor(stage, opts) for stage, opts in task.stages]
-    per_doc = [a for a in auditors if not isinstance(a, (CorpusAuditor, ChainAuditor, PipelineAuditor))]
-    chain = [a for a in auditors if isinstance(a, ChainAuditor)]
+    per_doc = [a for a in auditors if not isinstance(a, (CorpusAuditor, ChainAuditor, PipelineAuditor))
+               or _reads_clean(a)]
+    chain = [a for a in auditors if isinstance(a, ChainAuditor) and not _reads_clean(a)]
     hit = per_doc if every_stage else [a for a in per_doc if a.applies(task.truth)]
     rows = _rows_in_state(task, [a for a in per_doc if a not in hit], State.NO_REFERENCE, "no truth for this stage")
     rows += _rows_in_state(task, hit + chain, State.SKIPPED, msg)
@@ -469,7 +485,7 @@ def _failed(task: Task, msg: str) -> TaskResult:
     applicable = [a for a in auditors if a.applies(task.truth)]
     rows = _rows_in_state(task, [a for a in auditors if a not in applicable], State.NO_REFERENCE,
                           "no truth for this stage")
-    wants_chain = any(isinstance(a, (ChainAuditor, PipelineAuditor)) for a in auditors)
+    wants_chain = any(isinstance(a, (ChainAuditor, PipelineAuditor)) and not _reads_clean(a) for a in auditors)
     chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, msg) if wants_chain else None
     return TaskResult(rows + _rows_in_state(task, applicable, State.ERROR, msg), [("parse", msg)],
                       parse_state=State.ERROR, parse_reason=msg, chunks=chunks,
@@ -871,6 +887,8 @@ def _pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> Pipeline
             choice = pipe.stage(name)
             stages[name] = _stage_info(name, choice, config.run.cache_dir)
         stages.update(_user_sources(pipe, config, stages))
+    elif "boilerplate" in config.run.stages:  # the boilerplate stage audits the pipeline's clean step
+        stages["cleaner"] = _stage_info("cleaner", pipe.stage("cleaner"), config.run.cache_dir)
     if "dedup" in config.run.stages:
         stages["dedup"] = _dedup_info(pipe, config)
     return PipelineInfo(name=pipe.name, kind="precomputed" if pipe.precomputed_root else "configured",
