@@ -373,3 +373,36 @@ def test_the_removed_cleaner_options_are_a_config_error(tmp_path, option):
     assert f"ingestaudit.toml: auditor_options.boilerplate.{key}: removed" in result.output
     assert "--sweep cleaner.use=" in result.output and "pipeline's `cleaner`" in result.output
     assert not out.exists()  # refused before any document is read
+
+
+@pytest.mark.parametrize("stages", [("boilerplate", "chunking"), ("boilerplate",)])
+def test_boilerplate_rows_read_the_clean_step_whatever_comes_after_it(tmp_path, stages):
+    """The chunker fails on the document: the chunking rows are errors, the boilerplate rows (which read only the
+    clean step) keep their values; with boilerplate alone the chunker never runs (no failure at all)."""
+    root = tmp_path / "corpus"
+    (root / "docs/text").mkdir(parents=True)
+    (root / "truth/text").mkdir(parents=True)
+    (root / "docs/text/boom.txt").write_text(TEXT + "\nBOOM", encoding="utf-8")
+    (root / "truth/text/boom.json").write_text(json.dumps({"boilerplate": {
+        "with": ["Real content here."], "without": ["Home | About", "Cookies"]}}), encoding="utf-8")
+    config = tmp_path / "cfg.toml"
+    config.write_text(f'[pipelines.p]\nparser = "{__name__}:TextParser"\nchunker = "_chain_stubs:BoomChunker"\n'
+                      'embedder = "_chain_stubs:WordEmbedder"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    from ingestaudit.cli import app
+
+    args = ["run", str(root), "--config", str(config), "--executor", "serial", "--out", str(out)]
+    result = CliRunner().invoke(app, args + [a for s in stages for a in ("--stage", s)])
+    assert result.exit_code == 0, result.output
+    report = load_report(out)
+    got = {(m["stage"], m["metric"], m["label"]): m for m in measurements(report)}
+    retention, removal = got["boilerplate", "boilerplate.content_retention", "none"], \
+        got["boilerplate", "boilerplate.removal_recall", "none"]
+    assert (retention["state"], retention["value"]) == ("ok", 1.0)
+    assert (removal["numerator"], removal["denominator"]) == (1, 2)  # "Cookies" absent, the menu left in
+    if "chunking" in stages:
+        chunking = [m for m in measurements(report) if m["stage"] == "chunking"]
+        assert chunking and {m["state"] for m in chunking} == {"error"}
+        assert "BOOM" in chunking[0]["detail"]["reason"]
+    else:
+        assert report["failures"] == [] and {m["stage"] for m in measurements(report)} == {"boilerplate"}
