@@ -234,7 +234,9 @@ def _packed(res: TaskResult) -> TaskResult:
 
 def _run_task(task: Task) -> TaskResult:
     """Parse one document with one pipeline's parser, run every selected per-document auditor on it, then (when a
-    chain stage is selected) clean, chunk and embed it and audit the chunks (in a worker process).
+    chain stage is selected) clean, chunk and embed it and audit the chunks (in a worker process). The clean step
+    runs first and alone when only the boilerplate stage reads it (`_reads_clean`); that auditor gets the clean
+    step's artefact (`ingestaudit.chain.Cleaning`) whatever the later steps do.
 
     Never raises for document problems: parser errors become ``error`` rows, an unsupported format ``skipped`` rows
     (``error`` rows for a routed pipeline: `Unrouted`), a missing output ``no_prediction`` rows; an auditor or chain
