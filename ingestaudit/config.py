@@ -235,7 +235,8 @@ _PLUGIN_OPTIONS = ("scrubber", "detector")
 _PIPELINE_CLEANER = ("removed: the boilerplate stage audits each pipeline's own cleaner; set a pipeline's `cleaner` "
                      "([pipelines.<name>] cleaner = \"trafilatura\", with its options as {use = ..., option = value}) "
                      "or compare cleaners with --sweep cleaner.use=none,trafilatura,repeated-lines")
-REMOVED_OPTIONS = {("boilerplate", "cleaners"): _PIPELINE_CLEANER, ("boilerplate", "cleaner_options"): _PIPELINE_CLEANER}
+REMOVED_OPTIONS = {("boilerplate", "cleaners"): _PIPELINE_CLEANER,
+                   ("boilerplate", "cleaner_options"): _PIPELINE_CLEANER}
 """``[auditor_options.<stage>]`` keys an auditor no longer takes -> what to use instead (`removed_options`)."""
 
 

@@ -86,9 +86,6 @@ SHINGLE_METRICS = ("boilerplate.shingle_precision", "boilerplate.shingle_recall"
 MAX_LISTED = 20
 """At most this many leaked spans, wrongly removed runs or failing segments are listed in a row's detail."""
 
-REMOVED_OPTIONS = ("cleaners", "cleaner_options")
-"""Options this auditor no longer takes: it audits the pipeline's own cleaner (`ingestaudit.config` refuses them)."""
-
 TEXT_READERS = ("text", "pages", "blocks")
 """`Cleaner.reads` values of cleaners that read the parser's text (an empty text gives them nothing to clean)."""
 
