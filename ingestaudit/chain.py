@@ -4,6 +4,10 @@ Runs in the worker next to the parser. It returns a `DocChunks`: the compact art
 index stages receive (chunk texts, true pages and sections, filterable metadata, vectors, and for every evidence item
 of the questions how much of it survived parsing, cleaning and which chunks hold it). Offsets compose as DESIGN.md
 says: chunk (cleaned text) -> parsed text (the cleaner's map) -> reference text (the extraction alignment).
+
+The clean step (`clean_step`) runs first and on its own: its artefact `Cleaning` (what the pipeline's cleaner made
+of the parsed output and of the truth's ``boilerplate.text``) is what the boilerplate auditor reads, also when only
+that stage runs (no chunk, no embedding) or a later step fails.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from ingestaudit.metrics.chunking import DEFAULT_MIN_SPAN_COVERAGE, evidence_cov
 from ingestaudit.model import Chunk, ParsedDocument
 from ingestaudit.questions import section_key
 
-__all__ = ["DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "DocChunks", "EvidenceRef",
-           "EvidenceTrace", "check_chunks", "run_chain", "trace_evidence"]
+__all__ = ["DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt", "Cleaning", "DocChunks",
+           "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain", "trace_evidence"]
 
 
 @dataclass(frozen=True)
@@ -204,25 +208,96 @@ def check_chunks(chunks: list[Any], n: int, max_overlap: int | None = None) -> N
         prev = (i, c.start, c.end)
 
 
-def _clean(cleaner: Any, parsed: ParsedDocument) -> tuple[str, Any]:
-    """The pipeline cleaner's output and its offset map to the parsed text; the ``precomputed`` cleaner without a
-    ``clean_text`` keeps the parsed text.
+@dataclass(frozen=True)
+class CleanAttempt:
+    """One call of the pipeline's cleaner on one input.
+
+    Attributes:
+        result: what ``Cleaner.clean`` returned (None when it raised).
+        error: the exception it raised, or None.
+        unsupported: ``error`` is `UnsupportedInput` (the input lacks what the cleaner reads: `Cleaner.supports`).
+        valid: ``result`` is a `CleanResult` whose ``text`` is a string.
+    """
+
+    result: Any = None
+    error: Exception | None = None
+    unsupported: bool = False
+    valid: bool = False
+
+
+@dataclass(frozen=True)
+class Cleaning:
+    """The clean step's artefact of one document x pipeline: the pipeline's cleaner run once on each input.
+
+    Attributes:
+        cleaner: the pipeline's cleaner as the pipeline names it (``none``, ``trafilatura``, ``module:Class``...).
+        reads: what the cleaner reads (`Cleaner.reads`: ``text``, ``pages``, ``blocks``, ``html``, ``extras``).
+        parsed: the cleaner on the parser's output (`CleanerInput.from_parsed`; an HTML cleaner reads the source's
+            raw HTML). The ``precomputed`` cleaner on an output without ``clean_text`` keeps the parsed text
+            (result ``CleanResult(parsed.text)``, the chain's input unchanged).
+        labelled: the cleaner on the truth's ``boilerplate.text`` when the clean step was given one
+            (`CleanerInput.from_text`, with the parsed output's ``extras`` only when the parsed text equals that
+            text: a precomputed ``clean_text`` is that text's cleaned form only then); None otherwise.
+    """
+
+    cleaner: str
+    reads: str
+    parsed: CleanAttempt
+    labelled: CleanAttempt | None = None
+
+
+def _attempt(cleaner: Any, inp: Any) -> CleanAttempt:
+    from ingestaudit.stages.cleaners.base import CleanResult, UnsupportedInput
+
+    try:
+        result = cleaner.clean(inp)
+    except Exception as exc:  # kept for the readers; the chain re-raises it (`run_chain`)
+        return CleanAttempt(error=exc, unsupported=isinstance(exc, UnsupportedInput))
+    return CleanAttempt(result, valid=isinstance(result, CleanResult) and isinstance(result.text, str))
+
+
+def clean_step(cleaner: Any, parsed: ParsedDocument, *, name: str | None = None,
+               labelled_text: str | None = None) -> Cleaning:
+    """Run the pipeline's cleaner on the parser's output and, when ``labelled_text`` (the truth's
+    ``boilerplate.text``) is given, on that text too. Never raises for the cleaner's failure: `Cleaning` holds
+    what it returned or raised.
+
+    Args:
+        cleaner: a `ingestaudit.stages.cleaners.base.Cleaner`.
+        name: the pipeline's name for the cleaner (default ``cleaner.name``).
+    """
+    from ingestaudit.stages.cleaners.base import CleanerInput, CleanResult
+
+    inp = CleanerInput.from_parsed(parsed)
+    if cleaner.name == "precomputed" and not isinstance(inp.extras.get("clean_text"), str):
+        on_parsed = CleanAttempt(CleanResult(inp.text, {"kept": "no precomputed clean_text: the parsed text is "
+                                                                "kept"}), valid=True)
+    else:
+        on_parsed = _attempt(cleaner, inp)
+    on_labelled = None
+    if labelled_text is not None:
+        extras = parsed.extras if parsed.text == labelled_text else {}
+        on_labelled = _attempt(cleaner, CleanerInput.from_text(labelled_text, extras=extras))
+    return Cleaning(name or cleaner.name, getattr(cleaner, "reads", "text"), on_parsed, on_labelled)
+
+
+def _clean(cleaning: Cleaning, parsed: ParsedDocument) -> tuple[str, Any]:
+    """The clean step's output on the parsed text and its offset map to the parsed text.
 
     The map is the identity when the output equals the parsed text; the exact map of the cleaner's kept pieces
     (`CleanResult.pieces`, a line- or block-removal cleaner) when it gives them; else a Levenshtein alignment of the
     output onto the parsed text (a rewriting cleaner, `OffsetMap.from_alignment`).
 
     Raises:
+        whatever the cleaner raised on the parsed output (`CleanAttempt.error`).
         ValueError: the cleaner's pieces do not fit the texts, or claim characters that differ between them.
     """
     from ingestaudit.metrics.offsets import OffsetMap
-    from ingestaudit.stages.cleaners.base import CleanerInput
 
-    inp = CleanerInput.from_parsed(parsed)
+    if cleaning.parsed.error is not None:
+        raise cleaning.parsed.error
     source = parsed.text or ""
-    if cleaner.name == "precomputed" and not isinstance(inp.extras.get("clean_text"), str):
-        return source, OffsetMap.identity(len(source))
-    result = cleaner.clean(inp)
+    result = cleaning.parsed.result
     cleaned = result.text
     if cleaned == source:
         return cleaned, OffsetMap.identity(len(cleaned))
@@ -232,10 +307,10 @@ def _clean(cleaner: Any, parsed: ParsedDocument) -> tuple[str, Any]:
     try:
         offset_map = OffsetMap.from_pieces(len(cleaned), len(source), pieces)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"cleaner {cleaner.name!r}: its offset pieces do not fit the texts ({exc})") from None
+        raise ValueError(f"cleaner {cleaning.cleaner!r}: its offset pieces do not fit the texts ({exc})") from None
     for out_start, in_start, length in pieces:
         if cleaned[out_start:out_start + length] != source[in_start:in_start + length]:
-            raise ValueError(f"cleaner {cleaner.name!r}: piece {(out_start, in_start, length)} maps output text "
+            raise ValueError(f"cleaner {cleaning.cleaner!r}: piece {(out_start, in_start, length)} maps output text "
                              "to different input text")
     return cleaned, offset_map
 
@@ -243,7 +318,7 @@ def _clean(cleaner: Any, parsed: ParsedDocument) -> tuple[str, Any]:
 def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference: str | None,
               metadata: dict[str, Any] | None, cleaner: Any, chunker: Any, embedder: Any | None,
               evidence: tuple[EvidenceRef, ...], min_span_coverage: float,
-              embed_chunks: bool = True) -> ChainOutput:
+              embed_chunks: bool = True, cleaning: Cleaning | None = None) -> ChainOutput:
     """Clean, chunk and embed one parsed document, and trace its evidence items.
 
     Args:
@@ -256,6 +331,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
         min_span_coverage: share of a span's characters one chunk must cover to hold it.
         embed_chunks: False: the chunks are not embedded nor token-counted (``doc.vectors`` stays None) although
             the chunker may still use ``embedder``; for a run whose only vector consumer reads a user's vectors.
+        cleaning: the clean step's artefact of this document (`clean_step` with ``cleaner``), when it already ran;
+            None runs it here.
 
     Raises:
         whatever the cleaner, chunker or embedder raise (the runner turns it into ``error`` rows for this document
@@ -267,7 +344,7 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     from ingestaudit.stages.chunkers.base import ChunkerInput, block_spans_from_parsed
     from ingestaudit.textlayout import TextLayout
 
-    cleaned, clean_map = _clean(cleaner, parsed)
+    cleaned, clean_map = _clean(cleaning if cleaning is not None else clean_step(cleaner, parsed), parsed)
     parsed_to_ref = to_ref = None
     if reference is not None:
         parsed_to_ref = OffsetMap.from_char_alignment(align_chars(reference, parsed.text))

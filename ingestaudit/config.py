@@ -197,8 +197,9 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
             lists what it may not set (issue 15).
 
     Raises:
-        ConfigError: unreadable file, over `CONFIG_BYTES`, invalid TOML, unknown key or bad value, or (untrusted) a
-            module path or another value only the user may give (file and field named).
+        ConfigError: unreadable file, over `CONFIG_BYTES`, invalid TOML, unknown key or bad value, a removed
+            auditor option (`removed_options`), or (untrusted) a module path or another value only the user may give
+            (file and field named).
     """
     if path is None:
         return Config()
@@ -219,15 +220,32 @@ def load_config(path: Path | None, *, trusted: bool = False) -> Config:
                 + (unknown_key(Config, e["loc"], PAGES["config"]) if e["type"] == "extra_forbidden" else e["msg"])
                 for e in exc.errors()]
         raise ConfigError("; ".join(msgs)) from None
+    removed = removed_options(cfg)
+    if removed:
+        raise ConfigError("; ".join(f"{path}: {field}: {why}" for field, why in removed))
     refused = [] if trusted else untrusted_fields(cfg)
     if refused:
         raise ConfigError("; ".join(f"{path}: {field}: {why}" for field, why in refused))
     return cfg
 
 
-_PLUGIN_OPTIONS = ("scrubber", "detector", "cleaners")
-"""``[auditor_options.*]`` keys whose values name plug-ins (pii ``scrubber``; dedup and language ``detector``;
-boilerplate ``cleaners``, a list or a comma-separated string)."""
+_PLUGIN_OPTIONS = ("scrubber", "detector")
+"""``[auditor_options.*]`` keys whose values name plug-ins (pii ``scrubber``; dedup and language ``detector``)."""
+
+_PIPELINE_CLEANER = ("removed: the boilerplate stage audits each pipeline's own cleaner; set a pipeline's `cleaner` "
+                     "([pipelines.<name>] cleaner = \"trafilatura\", with its options as {use = ..., option = value}) "
+                     "or compare cleaners with --sweep cleaner.use=none,trafilatura,repeated-lines")
+REMOVED_OPTIONS = {("boilerplate", "cleaners"): _PIPELINE_CLEANER,
+                   ("boilerplate", "cleaner_options"): _PIPELINE_CLEANER}
+"""``[auditor_options.<stage>]`` keys an auditor no longer takes -> what to use instead (`removed_options`)."""
+
+
+def removed_options(cfg: Config) -> list[tuple[str, str]]:
+    """``(field, what to use instead)`` for every removed auditor option the configuration sets (`REMOVED_OPTIONS`:
+    the boilerplate ``cleaners`` and ``cleaner_options``, now a pipeline's ``cleaner``); `load_config` refuses them
+    before any document is read."""
+    return [(f"auditor_options.{_table_key(stage)}.{key}", why) for (stage, key), why in REMOVED_OPTIONS.items()
+            if key in (cfg.auditor_options.get(stage) or {})]
 
 _PATH_REFUSED = ("is a module path, which imports code: only the command line or a --config file may give one (a "
                  "corpus's own ingestaudit.toml names registered plug-ins only, built-ins and entry points)")
@@ -274,8 +292,8 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
     set:
 
     - a ``"module:attr"`` path wherever a plug-in is named (``run.parsers``, a pipeline stage or its ``use``, a
-      route of a parser routing table, the keys of ``[parser_options]`` and of boilerplate ``cleaner_options``,
-      ``[auditor_options.*]`` ``scrubber`` / ``detector`` / ``cleaners``), and any option value shaped like one
+      route of a parser routing table, the keys of ``[parser_options]``, ``[auditor_options.*]`` ``scrubber`` /
+      ``detector``), and any option value shaped like one
       (``pkg.mod:attr``) at any depth of a plug-in's options;
     - a file or folder: ``run.cache_dir``, a pipeline embedder's ``model`` folder (loading a model may run its
       code) and, at any depth of any plug-in's options (pipeline stages, ``[parser_options.*]``,
@@ -335,9 +353,6 @@ def untrusted_fields(cfg: Config) -> list[tuple[str, str]]:
                 item = item.strip() if isinstance(item, str) else item
                 name(f"auditor_options.{_table_key(stage)}.{key}" + (f"[{i}]" if isinstance(value, list) else ""),
                      item)
-        if isinstance(options.get("cleaner_options"), dict):
-            for key in options["cleaner_options"]:
-                name(f"auditor_options.{_table_key(stage)}.cleaner_options.{_table_key(key)}", key)
         _walk_options(f"auditor_options.{_table_key(stage)}", options, found)
     budget = RunConfig.model_fields["doc_timeout_s"].default
     if cfg.run.doc_timeout_s > budget:  # the time budget is a limit too: lowered freely, raised by the user only

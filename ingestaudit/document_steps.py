@@ -11,15 +11,14 @@ their class. Steps and auditors are built once per worker process and options.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ingestaudit.auditors.base import CHAIN, Auditor, ItemArtefacts, Scope, artefact_item
+from ingestaudit.auditors.base import CHAIN, CLEAN, Auditor, ItemArtefacts, Scope, artefact_item
 from ingestaudit.auditors.registry import load_auditor
-from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, run_chain
+from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, clean_step, run_chain
 from ingestaudit.document import Document
 from ingestaudit.executors.base import TaskTimeout, raised_message
 from ingestaudit.measurement import Measurement, Score, State
@@ -220,14 +219,6 @@ def rows_in_state(task: Task, auditors: list[Auditor], state: State, reason: str
             for a in auditors if a.scope is not Scope.CORPUS for spec in a.metrics]
 
 
-def _audit_document(a: Auditor, item: ItemArtefacts) -> list[Score]:
-    """``a.audit(item)``. Adapter, to be removed when `ingestaudit.auditors.boilerplate` is converted: an auditor
-    whose ``audit`` still takes ``(truth, parsed)`` is called that way."""
-    if len(inspect.signature(a.audit).parameters) == 2:
-        return a.audit(item.truth, item.parsed)  # type: ignore[call-arg]
-    return a.audit(item)
-
-
 # --- the artefacts of one document ---------------------------------------------------------------------------------
 
 def document_item(task: Task, auditors: list[Auditor], parsed: ParsedDocument | None,
@@ -350,25 +341,41 @@ def _run_task(task: Task) -> TaskResult:
         msg = raised_message(exc)  # a MemoryError names the worker limit
         return without_output(State.ERROR, msg, [("parse", msg)])
     item, step_failures = document_item(task, auditors, parsed)
+    # the clean step alone, for auditors that read it (boilerplate), whatever the later steps do
+    clean_readers = [a for a in applicable if CLEAN in a.reads]
+    cleaning, clean_failure = None, ""
     chain_failure = ""
     doc_chunks = None
-    if wants_chain:
+    if clean_readers or wants_chain:
+        try:
+            cleaner = stage_impl("cleaner", task.pipeline.stage("cleaner"))
+            if clean_readers:
+                cleaning = clean_step(cleaner, parsed, name=task.pipeline.stage("cleaner").use,
+                                      labelled_text=clean_readers[0].labelled_text(task.truth))
+                item = replace(item, steps={**item.steps, CLEAN: cleaning})
+        except BaseException as exc:  # a cleaner that does not build
+            if propagates(exc):
+                raise
+            clean_failure = chain_failure = raised_message(exc)
+    if wants_chain and not chain_failure:
         try:
             with embedding_threads(embed_chunks):
                 chain = run_chain(
                     parsed, doc_id=task.document.doc_id, doc_class=task.doc_class, reference=task.truth.text,
-                    metadata=task.truth.metadata, cleaner=stage_impl("cleaner", task.pipeline.stage("cleaner")),
+                    metadata=task.truth.metadata, cleaner=cleaner,
                     chunker=stage_impl("chunker", task.pipeline.stage("chunker")),
                     embedder=stage_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
-                    evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks)
+                    evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks,
+                    cleaning=cleaning)
         except BaseException as exc:  # a cleaner, chunker or embedder failing on one document
             if propagates(exc):
                 raise
             chain_failure = raised_message(exc)  # a MemoryError names the worker limit
-            doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, chain_failure)
         else:
             doc_chunks = chain.doc
             item = replace(item, chain=chain)
+    if wants_chain and chain_failure:
+        doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, chain_failure)
     failures: list[tuple[str, str]] = []
 
     def audited(group: list[Auditor]) -> list[Measurement]:
@@ -376,7 +383,7 @@ def _run_task(task: Task) -> TaskResult:
         for a in group:
             try:
                 out += [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class,
-                                       pipeline=task.pipeline.name) for s in _audit_document(a, item)]
+                                       pipeline=task.pipeline.name) for s in a.audit(item)]
             except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
                 if propagates(exc):
                     raise
@@ -385,10 +392,14 @@ def _run_task(task: Task) -> TaskResult:
                 failures.append((a.stage, msg))
         return out
 
-    rows += audited([a for a in applicable if CHAIN not in a.reads])
+    if clean_failure:
+        rows += rows_in_state(task, clean_readers, State.ERROR, clean_failure)
+        if not wants_chain:
+            failures.append((clean_readers[0].stage, clean_failure))
+    rows += audited([a for a in applicable if CHAIN not in a.reads and not (clean_failure and a in clean_readers)])
     artefacts = corpus_artefacts(task, auditors, item, step_failures)
     failures += [(stage, msg) for stage, (_, msg) in artefacts.items() if msg]
-    if chain_failure:
+    if wants_chain and chain_failure:
         rows += rows_in_state(task, on_chain, State.ERROR, chain_failure)
         failures.append(("chunking", chain_failure))
     elif wants_chain:

@@ -257,9 +257,12 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = N
     """One variant per combination of sweep values for every pipeline, named ``<name>/<option>=<value>[,...]``.
 
     Example: ``pymupdf`` swept over ``chunker.size=128,256`` gives ``pymupdf/size=128`` and ``pymupdf/size=256``.
+    ``STAGE.use`` swaps the implementation (``cleaner.use=none,trafilatura``: one pipeline per cleaner, the stage's
+    other options kept).
 
     Raises:
-        PipelineError: a ``parser.*`` sweep over a pipeline whose parser is routed by extension; one
+        PipelineError: a ``parser.*`` sweep over a pipeline whose parser is routed by extension; a ``use`` value
+            that is not a name; one
             ``STAGE.OPTION`` swept twice (only its last value would run, while the variant's name showed both);
             more than ``limit`` variants (``len(pipelines)`` x the product of the sweeps' value counts, counted before
             any variant is built).
@@ -289,6 +292,10 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = N
             for s, v in zip(sweeps, combo):
                 if s.stage in DETECTION_STEPS:  # a step the pipeline does not name keeps its default implementation
                     steps[s.stage] = steps.get(s.stage, StageChoice("")).with_option(s.option, v)
+                elif s.option == "use":  # the implementation itself (cleaner.use=none,trafilatura), options kept
+                    if not isinstance(v, str) or not v:
+                        raise PipelineError(f"--sweep {s.stage}.use: {_show(v)} is not an implementation name")
+                    stages[s.stage] = replace(stages[s.stage], use=v)
                 else:
                     stages[s.stage] = stages[s.stage].with_option(s.option, v)
             label = ",".join(f"{s.option}={_show(v)}" for s, v in zip(sweeps, combo))

@@ -61,6 +61,8 @@ def pipeline_info(pipe: Pipeline, spec: ParserSpec, config: Config) -> PipelineI
             choice = pipe.stage(name)
             stages[name] = stage_info(name, choice, config.run.cache_dir)
         stages.update(user_sources(pipe, config, stages))
+    elif "boilerplate" in config.run.stages:  # the boilerplate stage audits the pipeline's clean step
+        stages["cleaner"] = stage_info("cleaner", pipe.stage("cleaner"), config.run.cache_dir)
     if "dedup" in config.run.stages:
         stages["dedup"] = _dedup_info(pipe, config)
     return PipelineInfo(name=pipe.name, kind="precomputed" if pipe.precomputed_root else "configured",

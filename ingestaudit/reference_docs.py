@@ -346,7 +346,11 @@ def config_page() -> str:
             "A named pipeline, one column of the report. Keys are stages: " + ", ".join(f"`{s}`" for s in STAGES)
             + "; each an implementation name (`chunker = \"recursive\"`) or a table with `use` and that "
             "implementation's options (`chunker = { use = \"recursive\", size = 500, overlap = 50 }`). A stage left "
-            "out takes its default; `ingestaudit stages` lists the implementations.", "",
+            "out takes its default; `ingestaudit stages` lists the implementations. `--sweep STAGE.use=A,B` swaps "
+            "a stage's implementation (one pipeline per value, the stage's other options kept): `--sweep "
+            "cleaner.use=none,trafilatura,repeated-lines` compares cleaners, since the `boilerplate` stage audits "
+            "each pipeline's own cleaner (the former `[auditor_options.boilerplate]` `cleaners` and "
+            "`cleaner_options` are an error).", "",
             "`parser` may also be a routing table keyed by file extension, with an optional `default`: `parser = { "
             "pdf = \"pymupdf\", html = \"unstructured\", png = \"tesseract\", default = \"unstructured\" }`. Each "
             "document is read by the parser of its extension, else by `default`. Keys are literal extensions, "

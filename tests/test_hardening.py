@@ -88,9 +88,6 @@ def test_every_plugin_name_field_is_checked_and_a_passed_config_is_trusted(tmp_p
         cleaner = { use = "a.b:Cleaner" }
         chunker = "recursive"
         embedder = { use = "minilm", model = "docs/evil-model" }
-        [auditor_options.boilerplate]
-        cleaners = "none, a.b:Cleaner2"
-        cleaner_options = { "a.b:Cleaner3" = { x = 1 } }
         [auditor_options.dedup]
         detector = "a.b:Dedup"
         [auditor_options.language]
@@ -100,8 +97,6 @@ def test_every_plugin_name_field_is_checked_and_a_passed_config_is_trusted(tmp_p
         load_config(path)  # untrusted by default
     msg = str(err.value)
     for field in ("run.cache_dir", "pipelines.p.parser", "pipelines.p.cleaner.use", "pipelines.p.embedder.model",
-                  "auditor_options.boilerplate.cleaners",
-                  'auditor_options.boilerplate.cleaner_options."a.b:Cleaner3"',
                   "auditor_options.dedup.detector", "auditor_options.language.detector"):
         assert f"{path}: {field}:" in msg, field
     assert "pipelines.p.chunker" not in msg and "run.parsers" not in msg

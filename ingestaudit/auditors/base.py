@@ -39,6 +39,10 @@ PARSED = "parsed"
 CHAIN = "chain"
 """`Auditor.reads` entry: the clean -> chunk -> embed output (`ItemArtefacts.chain`, an
 `ingestaudit.chain.ChainOutput`)."""
+CLEAN = "clean"
+"""`Auditor.reads` entry: the pipeline's clean step alone (``ItemArtefacts.steps["clean"]``, an
+`ingestaudit.chain.Cleaning`: the cleaner's result on the parsed document and on a labelled text the auditor names
+with ``labelled_text``); the step runs without chunking or embedding when no auditor reads the chain."""
 
 
 @dataclass(frozen=True)

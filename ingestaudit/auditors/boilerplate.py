@@ -1,13 +1,19 @@
-"""Boilerplate auditor: how well each cleaner keeps the main content and removes the rest, against three label forms.
+"""Boilerplate auditor: how well the pipeline's cleaner keeps the main content and removes the rest, against three
+label forms.
 
-For every document with ``boilerplate`` truth (or a reference main text) and every cleaner that runs, rows labelled
-with the cleaner's name (definitions in `ingestaudit.metrics.boilerplate`):
+The auditor reads the pipeline's clean step (`ingestaudit.chain.Cleaning`, computed once per document x pipeline by
+`ingestaudit.chain.clean_step`); it loads no cleaner. To compare cleaners, run one pipeline per cleaner:
+``--sweep cleaner.use=none,trafilatura,repeated-lines`` or ``[pipelines.<name>] cleaner = ...``.
 
-- **spans** (``boilerplate.text`` + ``boilerplate.spans``), component level: the cleaner runs on that text, whatever
-  the parser; ``boilerplate.precision``, ``boilerplate.recall``, ``boilerplate.f1`` over non-whitespace characters.
-- **segments** (``boilerplate.with`` / ``boilerplate.without``), end to end: the cleaner runs on the parser's
-  output (or on the raw HTML, for ``trafilatura``); ``boilerplate.content_retention`` (only when ``with`` is given)
-  and ``boilerplate.removal_recall`` (only when ``without`` is given).
+For every document with ``boilerplate`` truth (or a reference main text), rows labelled with the pipeline's cleaner
+(definitions in `ingestaudit.metrics.boilerplate`):
+
+- **spans** (``boilerplate.text`` + ``boilerplate.spans``), component level: the clean step also runs the cleaner on
+  that text, whatever the parser; ``boilerplate.precision``, ``boilerplate.recall``, ``boilerplate.f1`` over
+  non-whitespace characters.
+- **segments** (``boilerplate.with`` / ``boilerplate.without``), end to end: the cleaner's output on the parser's
+  output (``trafilatura`` reads the raw HTML of the source); ``boilerplate.content_retention`` (only when ``with``
+  is given) and ``boilerplate.removal_recall`` (only when ``without`` is given).
 - **reference main text**, end to end: ``boilerplate.shingle_precision``, ``.shingle_recall``, ``.shingle_f1``.
   The main text is ``boilerplate.main_text`` when the truth schema has that field, or, with the option
   ``reference_is_main_text = true``, the document's reference text (``.txt`` / ``text``) for corpora whose
@@ -16,21 +22,21 @@ with the cleaner's name (definitions in `ingestaudit.metrics.boilerplate`):
 A metric family is reported only when its label form exists in the truth. States: nothing removed makes precision
 ``no_prediction`` (undefined, not 0); no labelled character makes recall ``no_reference``; an empty input (the
 parser produced no text) makes every row of a text-reading cleaner ``no_prediction``; a cleaner that fails gives
-``error`` rows with its message; a cleaner asked for by name that cannot run on the input gives ``skipped`` rows.
+``error`` rows with its message; a cleaner that cannot run on the input (`Cleaner.supports`: ``trafilatura``
+without raw HTML, ``repeated-lines`` on one page...) gives ``skipped`` rows with the reason.
 
-Cleaners (option ``cleaners``): by default every cleaner that supports the input (`Cleaner.supports`): ``none``
-always, ``trafilatura`` on HTML sources, ``unstructured`` on the unstructured parser's blocks, ``repeated-lines`` on
-documents of two pages or more, and user cleaners of the entry-point group ``ingestaudit.cleaners``; when the
-parsed output carries a precomputed ``clean_text``, that output (label ``precomputed``) is audited instead of the
-built-ins (DESIGN.md, "Precomputed outputs"). For the spans form the precomputed ``clean_text`` is used only when
-the precomputed ``text`` equals ``boilerplate.text`` (then it is that text's cleaned form).
+Precomputed outputs (DESIGN.md, "Precomputed outputs"): a precomputed pipeline's cleaner is ``precomputed`` (label
+``precomputed``): its output is the ``clean_text`` the parsed output carries, or the parsed text unchanged when it
+carries none (what the chain then chunks). For the spans form the precomputed ``clean_text`` is used only when the
+precomputed ``text`` equals ``boilerplate.text`` (then it is that text's cleaned form); otherwise those rows are
+``skipped``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from ingestaudit.auditors.base import Auditor
+from ingestaudit.auditors.base import CLEAN, Auditor, ItemArtefacts, Scope
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.boilerplate import (
     CHAR_DIFFLIB_MAX,
@@ -43,9 +49,6 @@ from ingestaudit.metrics.boilerplate import (
     span_counts_from_removal,
 )
 from ingestaudit.metrics.specs import MetricSpec, register
-from ingestaudit.model import ParsedDocument
-from ingestaudit.stages.cleaners.base import Cleaner, CleanerError, CleanerInput, CleanResult, UnsupportedInput
-from ingestaudit.stages.cleaners.registry import cleaner_names, load_cleaner
 from ingestaudit.truth import Truth
 
 METRICS = (
@@ -82,79 +85,44 @@ SHINGLE_METRICS = ("boilerplate.shingle_precision", "boilerplate.shingle_recall"
 MAX_LISTED = 20
 """At most this many leaked spans, wrongly removed runs or failing segments are listed in a row's detail."""
 
-PRECOMPUTED = "precomputed"
-
-
-def _parse_cleaners(value: list[str] | tuple[str, ...] | str | None) -> list[str] | None:
-    if value is None:
-        return None
-    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise ValueError(f"boilerplate: cleaners must be a non-empty list of cleaner names, not {value!r}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"boilerplate: cleaner listed twice in {names}")
-    return names
+TEXT_READERS = ("text", "pages", "blocks")
+"""`Cleaner.reads` values of cleaners that read the parser's text (an empty text gives them nothing to clean)."""
 
 
 class BoilerplateAuditor(Auditor):
-    """Audits boilerplate removal (see the module docstring for the rows, forms and states).
+    """Audits the pipeline's boilerplate removal from its clean step (see the module docstring for the rows, forms
+    and states).
 
     Args:
-        cleaners: names of the cleaners to run (a list, or one comma-separated string); None runs every cleaner
-            that supports the input.
-        cleaner_options: cleaner name -> keyword options of that cleaner (e.g. ``{"trafilatura": {"fast": true}}``).
         shingle_size: tokens per shingle for the reference-main-text metrics, >= 1.
         reference_is_main_text: treat the document's reference text as the hand-cleaned main content.
 
     Raises:
-        ValueError: an unknown cleaner name, a cleaner that does not load or rejects its options, options for a
-            cleaner not run, or ``shingle_size < 1``.
+        ValueError: ``shingle_size < 1`` or a non-boolean ``reference_is_main_text``.
     """
 
     stage = "boilerplate"
     metrics = METRICS
+    scope = Scope.DOCUMENT
+    reads: ClassVar[frozenset[str]] = frozenset({CLEAN})
+    """The clean step's artefact (`ingestaudit.chain.Cleaning`); the clean step runs alone when no other stage
+    needs the chunks."""
 
-    def __init__(self, cleaners: list[str] | str | None = None,
-                 cleaner_options: dict[str, dict[str, Any]] | None = None, shingle_size: int = DEFAULT_SHINGLE_SIZE,
-                 reference_is_main_text: bool = False):
+    def __init__(self, shingle_size: int = DEFAULT_SHINGLE_SIZE, reference_is_main_text: bool = False):
         if not isinstance(shingle_size, int) or isinstance(shingle_size, bool) or shingle_size < 1:
             raise ValueError(f"boilerplate: shingle_size must be an integer >= 1, not {shingle_size!r}")
         if not isinstance(reference_is_main_text, bool):
             raise ValueError("boilerplate: reference_is_main_text must be true or false")
-        self.explicit = _parse_cleaners(cleaners)
-        self.cleaner_options = {k: dict(v) for k, v in (cleaner_options or {}).items()}
-        names = self.explicit if self.explicit is not None else cleaner_names()
-        stray = sorted(set(self.cleaner_options) - set(names))
-        if stray:
-            raise ValueError(f"boilerplate: cleaner_options for cleaner(s) not run: {', '.join(stray)}")
-        self.cleaners: dict[str, Cleaner] = {}
-        self.broken: dict[str, str] = {}  # default mode: entry-point cleaners that do not load
-        for name in names:
-            try:
-                self.cleaners[name] = load_cleaner(name, self.cleaner_options.get(name))
-            except CleanerError as exc:  # an entry point whose module does not import
-                if self.explicit is not None:
-                    raise ValueError(f"boilerplate: {exc}") from exc
-                self.broken[name] = str(exc)
-            except ValueError as exc:
-                raise ValueError(f"boilerplate: {exc}") from exc
         self.shingle_size = shingle_size
         self.reference_is_main_text = reference_is_main_text
 
     # -- configuration ------------------------------------------------------------------------------------------
 
     def options(self) -> dict[str, Any]:
-        """The cleaners (with their versions and settings) and every rule behind the numbers."""
-        versions = {}
-        for name, c in self.cleaners.items():
-            ok, what = c.available()
-            versions[name] = what if ok else f"unavailable: {what}"
-        versions.update({name: f"unavailable: {msg}" for name, msg in self.broken.items()})
+        """Every rule behind the numbers (the cleaner, its version and settings are the pipeline's, in the
+        report's pipelines)."""
         return {
-            "cleaners": self.explicit if self.explicit is not None else "default: every cleaner that supports the "
-                        "input; a precomputed clean_text replaces the built-ins",
-            "cleaner_versions": versions,
-            "cleaner_settings": {name: c.settings() for name, c in self.cleaners.items()},
+            "cleaner": "the pipeline's cleaner (the rows' label); compare cleaners with --sweep cleaner.use=...",
             "span_unit": "non-whitespace code points",
             "alignment": f"patience diff over \\S+ words, LCS (rapidfuzz Indel) where no unique word anchors, "
                          f"difflib longest-block-first over characters of unmatched words (<= {CHAR_DIFFLIB_MAX} "
@@ -175,58 +143,57 @@ class BoilerplateAuditor(Auditor):
         return text
 
     def applies(self, truth: Truth) -> bool:
-        """True when the truth has boilerplate spans on a text, segments, or a reference main text."""
+        """True when the truth has boilerplate spans on a text, segments, or a reference main text (other documents
+        get ``no_reference`` rows from the runner)."""
         bp = truth.boilerplate
         if bp is not None and (bp.text is not None or bp.with_ or bp.without):
             return True
         return self.main_text(truth) is not None
 
-    # -- running the cleaners -----------------------------------------------------------------------------------
+    def labelled_text(self, truth: Truth) -> str | None:
+        """The text the clean step also cleans for the spans form: the truth's ``boilerplate.text``, or None."""
+        return truth.boilerplate.text if truth.boilerplate is not None else None
 
-    def _plan(self, inp: CleanerInput) -> list[tuple[str, Cleaner | None, str | None]]:
-        """``(name, cleaner, why_not)`` for every cleaner to report on this input; ``why_not`` None means run."""
-        if self.explicit is not None:
-            return [(n, self.cleaners[n], self.cleaners[n].supports(inp)) for n in self.explicit]
-        plan: list[tuple[str, Cleaner | None, str | None]] = []
-        pre = self.cleaners.get(PRECOMPUTED)
-        if pre is not None and pre.supports(inp) is None:
-            plan.append((PRECOMPUTED, pre, None))
-        else:
-            plan += [(n, c, None) for n, c in self.cleaners.items() if n != PRECOMPUTED and c.supports(inp) is None]
-        plan += [(n, None, None) for n in self.broken]
-        return plan
+    # -- reading the clean step ---------------------------------------------------------------------------------
 
-    def _run(self, name: str, cleaner: Cleaner | None, why_not: str | None,
-             inp: CleanerInput) -> tuple[CleanResult | None, State, str]:
-        """The cleaner's result, or why there is none (state and message)."""
-        if cleaner is None:
-            return None, State.ERROR, f"cleaner {name!r} does not load: {self.broken.get(name, '')}"
-        if why_not is not None:
-            return None, State.SKIPPED, f"{name}: {why_not}"
-        if cleaner.reads in ("text", "pages", "blocks") and not inp.text.strip():
+    @staticmethod
+    def _outcome(cleaning: Any, attempt: Any, input_text: str) -> tuple[Any, State, str]:
+        """The cleaner's result on one input, or why there is none (state and message)."""
+        name = cleaning.cleaner
+        if cleaning.reads in TEXT_READERS and not input_text.strip():
             return None, State.NO_PREDICTION, "the input text is empty (the parser produced no text to clean)"
-        try:
-            result = cleaner.clean(inp)
-        except UnsupportedInput as exc:
-            return None, State.SKIPPED, str(exc)
-        except Exception as exc:  # a cleaner's failure is a row, never a crash of the audit
-            return None, State.ERROR, f"{name}: {type(exc).__name__}: {exc}"
-        if not isinstance(result, CleanResult) or not isinstance(result.text, str):
-            return None, State.ERROR, f"{name}: clean() returned {type(result).__name__}, not a CleanResult"
-        return result, State.OK, ""
+        if attempt.error is not None:
+            if attempt.unsupported:
+                return None, State.SKIPPED, str(attempt.error)
+            return None, State.ERROR, f"{name}: {type(attempt.error).__name__}: {attempt.error}"
+        if not attempt.valid:
+            return None, State.ERROR, f"{name}: clean() returned {type(attempt.result).__name__}, not a CleanResult"
+        return attempt.result, State.OK, ""
 
     # -- audit --------------------------------------------------------------------------------------------------
 
-    def audit(self, truth: Truth, parsed: ParsedDocument) -> list[Score]:
-        """Rows for every cleaner that runs and every label form present (module docstring). Never raises for bad
-        cleaner output."""
+    def audit(self, item: ItemArtefacts) -> list[Score]:
+        """Rows for every label form present (module docstring), labelled with the pipeline's cleaner.
+
+        Args:
+            item: the document's artefacts; it reads ``item.steps["clean"]`` (`ingestaudit.chain.Cleaning`, from
+                `ingestaudit.chain.clean_step` with ``labelled_text=self.labelled_text(truth)``), the truth and the
+                parsed document.
+
+        Raises:
+            KeyError: ``item`` has no clean step artefact. Never raises for bad cleaner output.
+        """
+        cleaning = item.steps[CLEAN]
+        truth, parsed = item.truth, item.parsed
+        name = cleaning.cleaner
         bp = truth.boilerplate
         rows: list[Score] = []
         if bp is not None and bp.text is not None:
-            extras = parsed.extras if parsed.text == bp.text else {}
-            inp = CleanerInput.from_text(bp.text, extras=extras)
-            for name, cleaner, why_not in self._plan(inp):
-                result, state, msg = self._run(name, cleaner, why_not, inp)
+            if cleaning.labelled is None:
+                rows += [Score.missing(m, State.ERROR, "the clean step did not clean boilerplate.text", label=name)
+                         for m in SPAN_METRICS]
+            else:
+                result, state, msg = self._outcome(cleaning, cleaning.labelled, bp.text)
                 if result is None:
                     rows += [Score.missing(m, state, msg, label=name) for m in SPAN_METRICS]
                 else:
@@ -235,20 +202,18 @@ class BoilerplateAuditor(Auditor):
                       ([SEGMENT_METRICS[1]] if bp is not None and bp.without else [])
         main = self.main_text(truth)
         if seg_metrics or main is not None:
-            inp = CleanerInput.from_parsed(parsed)
-            for name, cleaner, why_not in self._plan(inp):
-                result, state, msg = self._run(name, cleaner, why_not, inp)
-                if result is None:
-                    names = seg_metrics + (list(SHINGLE_METRICS) if main is not None else [])
-                    rows += [Score.missing(m, state, msg, label=name) for m in names]
-                    continue
+            result, state, msg = self._outcome(cleaning, cleaning.parsed, parsed.text or "")
+            if result is None:
+                names = seg_metrics + (list(SHINGLE_METRICS) if main is not None else [])
+                rows += [Score.missing(m, state, msg, label=name) for m in names]
+            else:
                 if seg_metrics:
-                    rows += self._segment_scores(name, bp, result, seg_metrics)  # type: ignore[arg-type]
+                    rows += self._segment_scores(name, bp, result, seg_metrics)
                 if main is not None:
                     rows += self._shingle_scores(name, main, result)
         return rows
 
-    def _span_scores(self, name: str, text: str, spans: Any, result: CleanResult) -> list[Score]:
+    def _span_scores(self, name: str, text: str, spans: Any, result: Any) -> list[Score]:
         c = span_counts_from_removal(text, align_removal(text, result.text), spans)
         base = {"input": "boilerplate.text", "unit": "non-whitespace code points", "total": c.total,
                 "removed": c.removed, "labelled": c.labelled, "removed_labelled": c.removed_labelled,
@@ -276,7 +241,7 @@ class BoilerplateAuditor(Auditor):
                              detail=base)
         return [precision, recall, f1]
 
-    def _segment_scores(self, name: str, bp: Any, result: CleanResult, metrics: list[str]) -> list[Score]:
+    def _segment_scores(self, name: str, bp: Any, result: Any, metrics: list[str]) -> list[Score]:
         c = segment_counts(result.text, bp.with_, bp.without)
         base = {"input": "parsed output", "ignored_empty_segments": len(c.ignored), "cleaner_detail": result.detail}
         rows = []
@@ -297,7 +262,7 @@ class BoilerplateAuditor(Auditor):
                     **base, "leaked": list(c.leaked[:MAX_LISTED]), "leaked_total": len(c.leaked)}))
         return rows
 
-    def _shingle_scores(self, name: str, main: str, result: CleanResult) -> list[Score]:
+    def _shingle_scores(self, name: str, main: str, result: Any) -> list[Score]:
         c = shingle_counts(result.text, main, self.shingle_size)
         base = {"n": c.n, "tokens": SHINGLE_TOKEN.pattern, "matched": c.matched, "output_shingles": c.output_shingles,
                 "reference_shingles": c.reference_shingles}

@@ -11,7 +11,7 @@ Corpus written (one class, ``web``; one document per annotated page whose HTML i
 
     docs/web/<file stem>.html       symbolic link to the page
     truth/web/<file stem>.json      {"boilerplate": {"with": [...], "without": [...]}}
-    ingestaudit.toml                parsers = ["unstructured"], stages = ["boilerplate"]
+    ingestaudit.toml                stages = ["boilerplate"], one pipeline per cleaner (unstructured parses)
 
 The ``with``/``without`` segments are copied unchanged; the boilerplate auditor scores them as trafilatura's
 evaluation does (whitespace-normalized substring, `ingestaudit.metrics.boilerplate.segment_counts`). The summary's
@@ -49,11 +49,20 @@ PAGE_DIRS = ("html", "cache", "eval")
 """Folders searched for the pages, in order."""
 CONFIG = """\
 # Written by 'ingestaudit import trafilatura-eval': boilerplate removal on real web pages, end to end.
-# Cleaners (trafilatura on the raw HTML, none and unstructured on the parser's text) are chosen by the auditor;
-# list them with [auditor_options.boilerplate] cleaners = ["trafilatura", "none"] to restrict.
+# One pipeline per cleaner (trafilatura on the raw HTML, none and unstructured on the parser's text); the
+# boilerplate rows of each are labelled with its cleaner. Remove a pipeline to leave its cleaner out.
 [run]
 parsers = ["unstructured"]
 stages = ["boilerplate"]
+[pipelines.none]
+parser = "unstructured"
+cleaner = "none"
+[pipelines.trafilatura]
+parser = "unstructured"
+cleaner = "trafilatura"
+[pipelines.unstructured]
+parser = "unstructured"
+cleaner = "unstructured"
 """
 
 

@@ -1,5 +1,6 @@
 """trafilatura's evaluation data (../shared/data/trafilatura-eval): import the 60 real pages, and report content
-retention and removal recall per cleaner, ``none`` included, end to end through the CLI.
+retention and removal recall per cleaner, ``none`` included (one pipeline per cleaner, as the imported
+``ingestaudit.toml`` configures), end to end through the CLI.
 
 Every number of the report is recomputed here independently: ``trafilatura.extract`` called directly with the
 settings of trafilatura's evaluation (``tests/eval_common.py``: ``include_comments=False, include_tables=True,
@@ -18,8 +19,10 @@ from typer.testing import CliRunner
 
 from ingestaudit.auditors.base import ItemArtefacts
 from ingestaudit.auditors.boilerplate import BoilerplateAuditor
+from ingestaudit.chain import clean_step
 from ingestaudit.importers import DestinationNotEmpty, SourceLayoutError, import_corpus
 from ingestaudit.model import ParsedDocument
+from ingestaudit.stages.cleaners.registry import load_cleaner
 from ingestaudit.truth import load_truth
 from _rows import load_report, measurements
 
@@ -116,14 +119,15 @@ def test_import_refuses_bad_sources_and_existing_dest(src, imported, tmp_path):
 # --- the trafilatura cleaner, in process (fast) --------------------------------------------------------------------
 
 def test_trafilatura_values_match_an_independent_computation(src, by_doc, direct):
-    auditor = BoilerplateAuditor(cleaners="trafilatura")
+    auditor, cleaner = BoilerplateAuditor(), load_cleaner("trafilatura")  # a pipeline whose cleaner is trafilatura
     from ingestaudit.truth import Boilerplate, Truth
 
     totals = [0, 0, 0, 0]
     for doc_id, item in by_doc.items():
         truth = Truth(boilerplate=Boilerplate.model_validate({"with": item["with"], "without": item["without"]}))
-        rows = {s.metric: s for s in auditor.audit(ItemArtefacts.of(truth, ParsedDocument(
-            text="", source_path=str(src / "html" / item["file"]))))}
+        parsed = ParsedDocument(text="", source_path=str(src / "html" / item["file"]))
+        rows = {s.metric: s for s in auditor.audit(ItemArtefacts.of(truth, parsed,
+                                                                    steps={"clean": clean_step(cleaner, parsed)}))}
         ret, rem = rows["boilerplate.content_retention"], rows["boilerplate.removal_recall"]
         assert (ret.numerator, ret.denominator, rem.numerator, rem.denominator) == direct[doc_id], doc_id
         totals = [t + v for t, v in zip(totals, direct[doc_id])]
@@ -142,7 +146,8 @@ def test_cli_reports_every_cleaner_on_every_page(imported, by_doc, direct, tmp_p
     result = CliRunner().invoke(app, ["run", str(dest), "--out", str(out), "--workers", "2"])
     assert result.exit_code == 0, result.output
     report = load_report(out)
-    assert report["config"]["run"]["parsers"] == ["unstructured"]
+    assert [p["name"] for p in report["pipelines"]] == ["none", "trafilatura", "unstructured"]  # one per cleaner
+    assert {p["stages"]["parser"]["implementation"] for p in report["pipelines"]} == {"unstructured"}
     rows = {(m["item"], m["metric"], m["label"]): m for m in measurements(report)
             if m["stage"] == "boilerplate"}
     for doc_id in by_doc:
