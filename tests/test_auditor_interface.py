@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestaudit.auditors.base import CHAIN, PARSED, Auditor, ItemArtefacts, Scope
+from ingestaudit.auditors.base import CHAIN, CLEAN, PARSED, Auditor, ItemArtefacts, Scope
 from ingestaudit.auditors.registry import auditor_class, stage_names
 from ingestaudit.measurement import State
 from ingestaudit.truth import Truth
@@ -142,7 +142,7 @@ def test_every_built_in_auditor_declares_its_scope_and_what_it_reads():
     assert declared == {
         "extraction": (Scope.DOCUMENT, {PARSED}), "normalization": (Scope.DOCUMENT, {PARSED}),
         "tables": (Scope.DOCUMENT, {PARSED}), "layout": (Scope.DOCUMENT, {PARSED}),
-        "boilerplate": (Scope.DOCUMENT, {PARSED}), "language": (Scope.CORPUS, {"language"}),
+        "boilerplate": (Scope.DOCUMENT, {CLEAN}), "language": (Scope.CORPUS, {"language"}),
         "pii": (Scope.CORPUS, {"pii"}), "dedup": (Scope.CORPUS, {"dedup"}), "chunking": (Scope.DOCUMENT, {CHAIN}),
         "retrieval": (Scope.PIPELINE, {CHAIN}), "index": (Scope.PIPELINE, {CHAIN})}
 
