@@ -47,7 +47,7 @@ from ingestaudit.pipeline import PRECOMPUTED, Pipeline, StageChoice
 from ingestaudit.questions import QuestionSet, load_questions
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParserRoute, ParseWarning, PipelineInfo,
                                        Report, StageDetail, StageInfo, StoreRef, SummaryRow, ToolInfo)
-from ingestaudit.stages.retrieve_step import with_index_steps
+from ingestaudit.stages.retrieve_step import needs_chunk_vectors, with_index_steps
 from ingestaudit.truth import Truth, TruthError, load_truth
 
 ENV_PACKAGES = ("ingestaudit", "pymupdf", "pymupdf-layout", "jiwer", "rapidfuzz", "unstructured", "pytesseract",
@@ -241,7 +241,7 @@ def _run_task(task: Task) -> TaskResult:
     chain_auditors = [a for a in auditors if isinstance(a, ChainAuditor)]
     wants_chain = bool(chain_auditors) or any(isinstance(a, PipelineAuditor) for a in auditors)
     # a pipeline whose only vector consumer reads the user's vectors (index + vectors.npy) is not embedded
-    embed_chunks = bool(chain_auditors) or any(getattr(a, "needs_chunk_vectors", lambda p: True)(task.pipeline)
+    embed_chunks = bool(chain_auditors) or any(_needs_chunk_vectors(a, task.pipeline)
                                                for a in auditors if isinstance(a, PipelineAuditor))
     per_doc = [a for a in auditors if not isinstance(a, (CorpusAuditor, ChainAuditor, PipelineAuditor))]
     applicable = [a for a in per_doc if a.applies(task.truth)] + chain_auditors
@@ -838,6 +838,15 @@ def _question_embedder(pipe: Pipeline, cache_dir: str | None) -> Callable[[list[
     embed.dimension = lambda: _impl("embedder", pipe.stage("embedder"), cache_dir).dimension()  # no model load
     embed.stats = lambda: dict(getattr(_impl("embedder", pipe.stage("embedder"), cache_dir), "stats", dict)())
     return embed
+
+
+def _needs_chunk_vectors(auditor: Any, pipeline: Pipeline) -> bool:
+    """Whether ``auditor`` reads ``pipeline``'s chunk vectors: the retrieval audit when the pipeline's retriever does
+    (`ingestaudit.stages.retrieve_step.needs_chunk_vectors`: not ``bm25``), another auditor unless its
+    ``needs_chunk_vectors`` says no."""
+    if auditor.stage == "retrieval":
+        return needs_chunk_vectors(pipeline)
+    return getattr(auditor, "needs_chunk_vectors", lambda p: True)(pipeline)
 
 
 def _evidence_by_doc(questions: QuestionSet) -> dict[str, list[EvidenceRef]]:
