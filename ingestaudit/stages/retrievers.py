@@ -113,7 +113,8 @@ def retriever_needs_vectors(use: str, options: dict[str, Any] | None = None) -> 
 
 
 def load_retriever(name: str, options: dict[str, Any] | None = None) -> Retriever:
-    """Instantiate the retriever ``name`` (an entry point or ``"module:Class"``) with keyword ``options``.
+    """Instantiate the retriever ``name`` (a built-in of `BUILTIN`, an entry point or ``"module:Class"``) with keyword
+    ``options``.
 
     Raises:
         UnknownRetriever: nothing registered under ``name``, or not a `Retriever`.
