@@ -62,17 +62,6 @@ def top_k(scores: np.ndarray, k: int) -> list[int]:
     return np.argsort(-scores, kind="stable")[:k].tolist()
 
 
-def best_of(methods: dict, repeat: int) -> tuple[dict, dict]:
-    """Best wall time of each method over ``repeat`` rounds, interleaved; and each method's last output."""
-    best, out = dict.fromkeys(methods, float("inf")), {}
-    for _ in range(repeat):
-        for name, fn in methods.items():
-            t = time.perf_counter()
-            out[name] = fn()
-            best[name] = min(best[name], time.perf_counter() - t)
-    return best, out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--words", type=int, default=60)
@@ -85,12 +74,13 @@ def main() -> None:
     import bm25s
     from rank_bm25 import BM25Okapi
 
+    from bench_minhash import interleaved_best as best_of  # best of repeat, the methods interleaved
+    from bench_minhash import synthetic_corpus
+
     from ingestaudit.stages.bm25_retriever import BM25Retriever
     from ingestaudit.stages.retrievers import ChunkView
 
     if args.synthetic:
-        from bench_minhash import synthetic_corpus
-
         texts = synthetic_corpus(args.synthetic, seed=3, mean_words=args.words)
     else:
         texts = passages(args.words)
