@@ -123,8 +123,9 @@ def _recall_spec(k: int) -> MetricSpec:
         "(Σ hits / Σ min(k, n)); exact = brute-force search with the index's own metric; -1 padding dropped, an id "
         "repeated in one result list counts once; queries = labelled questions + a seeded sample of chunk vectors, "
         "and a chunk never counts as its own neighbour (its own id is removed; its exact duplicates stay); label "
-        "'filtered': questions with a metadata filter, filtered ANN (FAISS IDSelector inside the search) against "
-        "filtered exact search; questions a user's ann_results.jsonl does not answer are no_prediction, left out "
+        "'filtered': questions with a metadata filter and sampled chunk queries under a seeded sample of metadata "
+        "filters (n_sample_filters), filtered ANN (FAISS IDSelector inside the search) against filtered exact "
+        "search, each filter's selectivity in the details; questions a user's ann_results.jsonl does not answer are no_prediction, left out "
         "and counted; corpus level, bootstrap over queries", True, ci="bootstrap", unit="results")
 
 

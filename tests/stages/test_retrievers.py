@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ingestaudit.pipeline import Pipeline, StageChoice, Sweep, expand, make_pipeline
+from ingestaudit.pipeline import Pipeline, PipelineError, StageChoice, Sweep, expand, make_pipeline
 from ingestaudit.stages.bm25_retriever import BM25Retriever
 from ingestaudit.stages.fusion import rrf
 from ingestaudit.stages.hybrid_retriever import HybridRetriever
@@ -134,6 +134,8 @@ def test_a_sweep_over_use_is_a_bake_off_of_implementations():
     assert [p.name for p in out] == ["p/use=dense", "p/use=bm25", "p/use=hybrid"]
     assert [p.stage("retriever") for p in out] == [StageChoice("dense"), StageChoice("bm25"),
                                                    StageChoice("hybrid", (("k", 30),))]
+    with pytest.raises(PipelineError, match="'use' takes implementation names"):
+        Sweep.parse("retriever.use=dense,1")
 
 
 def _pipe(retriever: StageChoice) -> Pipeline:
