@@ -211,6 +211,17 @@ def _wants_chain(auditors: list[Auditor]) -> bool:
     return any(CHAIN in a.reads for a in auditors)
 
 
+def _needs_chunk_vectors(auditor: Auditor, pipeline: Pipeline) -> bool:
+    """Whether ``auditor`` reads ``pipeline``'s chunk vectors: the retrieval audit when the pipeline's retriever does
+    (`ingestaudit.stages.retrieve_step.needs_chunk_vectors`: not ``bm25``), another auditor unless its
+    ``needs_chunk_vectors`` says no."""
+    from ingestaudit.stages.retrieve_step import needs_chunk_vectors
+
+    if auditor.stage == "retrieval":
+        return needs_chunk_vectors(pipeline)
+    return auditor.needs_chunk_vectors(pipeline)
+
+
 def rows_in_state(task: Task, auditors: list[Auditor], state: State, reason: str) -> list[Measurement]:
     """A row in ``state`` for every metric of ``auditors`` whose scope is not the corpus (corpus-scope ones get
     theirs from `Auditor.audit_artefacts`)."""
@@ -310,7 +321,7 @@ def _run_task(task: Task) -> TaskResult:
     corpus_level = any(a.scope is Scope.CORPUS for a in auditors)
     wants_chain = _wants_chain(auditors)
     # a pipeline whose only vector consumer reads the user's vectors (index + vectors.npy) is not embedded
-    embed_chunks = any(a.needs_chunk_vectors(task.pipeline) for a in auditors if CHAIN in a.reads)
+    embed_chunks = any(_needs_chunk_vectors(a, task.pipeline) for a in auditors if CHAIN in a.reads)
     applicable = [a for a in on_parsed if a.applies(task.truth)] + on_chain
     rows = rows_in_state(task, [a for a in on_parsed if a not in applicable], State.NO_REFERENCE,
                          "no truth for this stage")

@@ -5,7 +5,9 @@ A pipeline is ``parser -> cleaner -> chunker -> embedder -> index -> retriever``
 options (`StageChoice`). Pipelines come from ``[pipelines.<name>]`` in ``ingestaudit.toml``, from ``--parser NAME``
 (a pipeline named NAME that differs from the defaults only in its parser) and from ``--outputs DIR`` (one
 precomputed pipeline per subfolder). ``--sweep STAGE.OPTION=V1,V2`` expands every pipeline into one variant per value,
-named ``<pipeline>/<option>=<value>`` so the value shows in every report column. The variants are counted before
+named ``<pipeline>/<option>=<value>`` so the value shows in every report column; the option ``use`` swaps the
+implementation (``--sweep retriever.use=dense,bm25,hybrid``: a variant whose implementation changes takes that
+implementation's default options, one that keeps it keeps its options). The variants are counted before
 any is built: more than ``[limits] pipelines`` (`resolve`'s ``limit``) is a `PipelineError` naming the count.
 
 Parser routing: a pipeline's ``parser`` may be a table keyed by file extension instead of one name,
@@ -229,8 +231,9 @@ class Sweep:
         """Parse one ``--sweep`` flag.
 
         Raises:
-            PipelineError: not ``STAGE.OPTION=V1,...``, an unknown stage, no value, or a value given twice (its two
-                variants would have the same name and every document would count twice).
+            PipelineError: not ``STAGE.OPTION=V1,...``, an unknown stage, no value, a value given twice (its two
+                variants would have the same name and every document would count twice), or a ``use`` value that is
+                not a name.
         """
         key, eq, vals = text.partition("=")
         stage, dot, option = key.strip().partition(".")
@@ -246,6 +249,8 @@ class Sweep:
                 values.append(json.loads(v))
             except ValueError:
                 values.append(v)
+        if option.strip() == "use" and not all(isinstance(v, str) and v for v in values):
+            raise PipelineError(f"--sweep {text!r}: 'use' takes implementation names (e.g. retriever.use=dense,bm25)")
         twice = sorted(v for v, n in Counter(_show(v) for v in values).items() if n > 1)
         if twice:
             raise PipelineError(f"--sweep {text!r}: value given twice: {', '.join(twice)} (each variant is a pipeline "
@@ -257,8 +262,8 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = N
     """One variant per combination of sweep values for every pipeline, named ``<name>/<option>=<value>[,...]``.
 
     Example: ``pymupdf`` swept over ``chunker.size=128,256`` gives ``pymupdf/size=128`` and ``pymupdf/size=256``.
-    ``STAGE.use`` swaps the implementation (``cleaner.use=none,trafilatura``: one pipeline per cleaner, the stage's
-    other options kept).
+    ``STAGE.use`` swaps the implementation (``cleaner.use=none,trafilatura``: one pipeline per cleaner; the stage's
+    other options are kept when the implementation stays the same, else it starts from its own defaults).
 
     Raises:
         PipelineError: a ``parser.*`` sweep over a pipeline whose parser is routed by extension; a ``use`` value
@@ -291,17 +296,21 @@ def expand(pipelines: list[Pipeline], sweeps: list[Sweep], limit: int | None = N
             stages, steps = dict(p.stages), dict(p.steps)
             for s, v in zip(sweeps, combo):
                 if s.stage in DETECTION_STEPS:  # a step the pipeline does not name keeps its default implementation
-                    steps[s.stage] = steps.get(s.stage, StageChoice("")).with_option(s.option, v)
-                elif s.option == "use":  # the implementation itself (cleaner.use=none,trafilatura), options kept
-                    if not isinstance(v, str) or not v:
-                        raise PipelineError(f"--sweep {s.stage}.use: {_show(v)} is not an implementation name")
-                    stages[s.stage] = replace(stages[s.stage], use=v)
+                    steps[s.stage] = _swept(steps.get(s.stage, StageChoice("")), s.option, v)
                 else:
-                    stages[s.stage] = stages[s.stage].with_option(s.option, v)
+                    stages[s.stage] = _swept(stages[s.stage], s.option, v)
             label = ",".join(f"{s.option}={_show(v)}" for s, v in zip(sweeps, combo))
             out.append(replace(p, name=f"{p.name}/{label}", stages=tuple(stages.items()),
                                steps=tuple(sorted(steps.items()))))
     return out
+
+
+def _swept(choice: StageChoice, option: str, value: Any) -> StageChoice:
+    """``choice`` with one swept value: ``use`` swaps the implementation (its options kept only when it stays the
+    same: another implementation's options would not fit), any other option is set."""
+    if option == "use":
+        return choice if choice.use == value else StageChoice(value)
+    return choice.with_option(option, value)
 
 
 def _show(v: Any) -> str:

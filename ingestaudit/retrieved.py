@@ -18,13 +18,14 @@ class ChunkTable:
     Attributes:
         rows: row -> ``(doc id, chunk index)``.
         meta: row -> the chunk's metadata (truth and chunker metadata a question's filter tests).
-        vectors: ``(n, d)`` float32 chunk vectors as the embedder gave them (``(0, 1)`` when there is none).
+        vectors: ``(n, d)`` float32 chunk vectors as the embedder gave them (``(0, 1)`` when there is none; None for
+            a table built without vectors, for a retriever that reads texts only).
         row_of: ``(doc id, chunk index)`` -> row.
     """
 
     rows: list[tuple[str, int]]
     meta: list[dict[str, Any]]
-    vectors: np.ndarray
+    vectors: np.ndarray | None
     row_of: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -32,16 +33,20 @@ class ChunkTable:
             self.row_of = {r: j for j, r in enumerate(self.rows)}
 
     @classmethod
-    def of(cls, docs: list[Any]) -> "ChunkTable":
+    def of(cls, docs: list[Any], with_vectors: bool = True) -> "ChunkTable":
         """The table of ``docs`` (`ingestaudit.chain.DocChunks`): the chunks of every ``ok`` document that has
-        vectors."""
+        vectors; with ``with_vectors`` False, of every ``ok`` document, and ``vectors`` None (a retriever that reads
+        texts only: the chunks were not embedded)."""
         rows, vectors, meta = [], [], []
         for d in docs:
-            if d.state is State.OK and d.vectors is not None:
+            if d.state is State.OK and (d.vectors is not None or not with_vectors):
                 for i in range(len(d.texts)):
                     rows.append((d.doc_id, i))
                     meta.append(d.metadata[i] if i < len(d.metadata) else {})
-                vectors.append(np.asarray(d.vectors, dtype=np.float32))
+                if with_vectors:
+                    vectors.append(np.asarray(d.vectors, dtype=np.float32))
+        if not with_vectors:
+            return cls(rows, meta, None)
         return cls(rows, meta, np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32))
 
     @property

@@ -56,14 +56,16 @@ def test_expand_names_each_variant_by_its_values():
     assert expand([base], []) == [base]
 
 
-def test_a_use_sweep_swaps_the_implementation_and_keeps_its_options():
+def test_a_use_sweep_swaps_the_implementation_and_keeps_its_options_only_when_it_stays():
     base = make_pipeline("p", {"parser": "pymupdf", "cleaner": {"use": "repeated-lines", "min_share": 0.6}})
-    out = expand([base], [Sweep.parse("cleaner.use=none,trafilatura")])
+    out = expand([base], [Sweep.parse("cleaner.use=none,trafilatura,repeated-lines")])
+    # another implementation starts from its own defaults (repeated-lines' min_share would not fit trafilatura)
     assert [(p.name, p.stage("cleaner").use, p.stage("cleaner").kwargs()) for p in out] == [
-        ("p/use=none", "none", {"min_share": 0.6}), ("p/use=trafilatura", "trafilatura", {"min_share": 0.6})]
-    assert [p.stage("chunker") for p in out] == [base.stage("chunker")] * 2
-    with pytest.raises(PipelineError, match="--sweep cleaner.use: 3 is not an implementation name"):
-        expand([base], [Sweep.parse("cleaner.use=none,3")])
+        ("p/use=none", "none", {}), ("p/use=trafilatura", "trafilatura", {}),
+        ("p/use=repeated-lines", "repeated-lines", {"min_share": 0.6})]
+    assert [p.stage("chunker") for p in out] == [base.stage("chunker")] * 3
+    with pytest.raises(PipelineError, match="'use' takes implementation names"):
+        Sweep.parse("cleaner.use=none,3")
 
 
 def test_resolve_orders_pipelines_and_refuses_unknown_or_repeated_names(tmp_path: Path):

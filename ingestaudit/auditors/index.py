@@ -15,13 +15,20 @@ Per pipeline, over the chunk vectors of the run (or a user's ``vectors.npy``):
   ``details["queries"]["undefined"]`` and among the run's failures, each named): every query when every indexed
   vector is zero (every score ties, so any answer would score recall 1), and under cosine each zero query vector.
 - **rows** (corpus level, per class and ``__all__``; label ``""`` = unfiltered queries, ``"filtered"`` = questions
-  with a metadata filter, searched with a FAISS ``IDSelectorBatch`` inside the ANN search against exact search among
-  the rows that pass): ``index.recall@k``, ``index.recall_tie_aware@k`` (micro Σ hits / Σ min(k, n); seeded
+  with a metadata filter and the sampled chunk queries under each sampled filter (below), searched with a FAISS
+  ``IDSelectorBatch`` inside the ANN search against exact search among the rows that pass): ``index.recall@k``, ``index.recall_tie_aware@k`` (micro Σ hits / Σ min(k, n); seeded
   percentile bootstrap over queries in ``detail["ci"]``; ``detail["macro"]`` is the mean per-query recall),
   ``index.one_recall@r`` for ``k, r`` in ``k_list`` (Wilson over queries: one Bernoulli per query), and over the
   vectors ``index.duplicate_vectors`` and ``index.ip_dominated`` (inner-product metrics; Wilson over the sampled
   vectors). Rows are those of the pipeline's configured setting. A query's class is its question's class, or the
   class of the sampled chunk's document.
+- **filtered recall** (graph indexes fail at low selectivity): besides the questions' own filters, a seeded sample of
+  metadata filters (``n_sample_filters``, default 5, `sample_filters`: ``field = value`` pairs the chunks carry,
+  drawn with ``numpy.random.default_rng(seed + 1)``, a filter passing every chunk left out) each applied to up to
+  ``n_filter_queries`` (default 50) of the sampled chunk queries. ``details["filters"]`` lists every filter with its
+  source (``question`` or ``sampled``), the chunks passing it, its selectivity (share passing) and the recall@k of its
+  queries at the configured setting; for a sampled filter also the unfiltered recall@k of the same queries. The
+  ``filtered`` rows' detail repeats the selectivities (min, median, max). Not with a user's ``ann_results.jsonl``.
 - **details** (report.json, deterministic: identical for identical inputs and seed):
   ``settings``, ``queries`` (counts, sample, self-exclusion rule, questions without an answer), ``norms``,
   ``cosine_unnormalised`` (``flag``: cosine declared while some non-zero indexed vector is not unit norm; zero
@@ -93,6 +100,9 @@ DEFAULT_K = (1, 5, 10)
 DEFAULT_EF_SWEEP = (16, 32, 64, 128, 256)
 DEFAULT_TARGET = 0.95
 DEFAULT_SAMPLE = 200
+DEFAULT_FILTERS = 5
+DEFAULT_FILTER_QUERIES = 50
+MAX_FILTER_LINES = 10
 MAX_LISTED = 200
 SELF_RULE = ("a chunk never counts as its own neighbour: for a sampled chunk vector, exact and ANN search return k+1 "
              "results and the chunk's own row is removed by id; exact duplicates of it are other chunks and stay "
@@ -113,8 +123,9 @@ def _recall_spec(k: int) -> MetricSpec:
         "(Σ hits / Σ min(k, n)); exact = brute-force search with the index's own metric; -1 padding dropped, an id "
         "repeated in one result list counts once; queries = labelled questions + a seeded sample of chunk vectors, "
         "and a chunk never counts as its own neighbour (its own id is removed; its exact duplicates stay); label "
-        "'filtered': questions with a metadata filter, filtered ANN (FAISS IDSelector inside the search) against "
-        "filtered exact search; questions a user's ann_results.jsonl does not answer are no_prediction, left out "
+        "'filtered': questions with a metadata filter and sampled chunk queries under a seeded sample of metadata "
+        "filters (n_sample_filters), filtered ANN (FAISS IDSelector inside the search) against filtered exact "
+        "search, each filter's selectivity in the details; questions a user's ann_results.jsonl does not answer are no_prediction, left out "
         "and counted; corpus level, bootstrap over queries", True, ci="bootstrap", unit="results")
 
 
@@ -728,6 +739,12 @@ def _overview(details: dict[str, Any], kmax: int) -> dict[str, list[str]]:
     if front:
         lines.append(f"frontier (mean recall@{kmax} against distance computations per query): " + "; ".join(
             f"{p['label']} {_g(p[f'mean_recall@{kmax}'])} at {p['distances_per_query']:.0f}" for p in front))
+    for f in details.get("filters", [])[:MAX_FILTER_LINES]:
+        sel = "?" if f["selectivity"] is None else f"{100 * f['selectivity']:.3g} %"
+        plain = f.get(f"unfiltered_recall@{kmax}")
+        lines.append(f"filter {json.dumps(f['filter'], ensure_ascii=False)} ({f['source']}, selectivity {sel}, "
+                     f"{f['queries']} queries): recall@{kmax} {_g(f.get(f'recall@{kmax}'))}"
+                     + (f" (the same queries unfiltered: {_g(plain)})" if f["source"] == "sampled" else ""))
     return {"warnings": warnings, "lines": lines}
 
 
@@ -761,16 +778,70 @@ def _answer_errors(ann_results: Mapping[str, Sequence[str]], q_ids: Sequence[str
     return errors, unreadable + problems
 
 
+def _filter_key(source: str, flt: Mapping[str, Any] | None) -> str:
+    return f"{source} " + json.dumps(flt, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def sample_filters(metas: Sequence[Mapping[str, Any]], n_filters: int, seed: int
+                   ) -> list[tuple[dict[str, Any], np.ndarray]]:
+    """A seeded sample of ``field = value`` metadata filters over chunks with metadata ``metas`` (row order), each
+    with the rows it lets through (sorted int64): the distinct pairs of a scalar value (string, number, boolean) that
+    some chunk carries and not every chunk passes, sorted by field and value, ``n_filters`` of them drawn without
+    replacement by ``numpy.random.default_rng(seed + 1)`` (in that sorted order)."""
+    rows_of: dict[tuple[str, str], list[int]] = {}
+    value_of: dict[tuple[str, str], Any] = {}
+    for r, m in enumerate(metas):
+        for field_, v in m.items():
+            if isinstance(v, (str, int, float, bool)) and not (isinstance(v, float) and not np.isfinite(v)):
+                key = (str(field_), json.dumps(v))
+                rows_of.setdefault(key, []).append(r)
+                value_of[key] = v
+    pairs = sorted(k for k, rows_ in rows_of.items() if len(rows_) < len(metas))
+    if not pairs or n_filters <= 0:
+        return []
+    pick = np.sort(np.random.default_rng(seed + 1).choice(len(pairs), size=min(n_filters, len(pairs)), replace=False))
+    return [({pairs[i][0]: value_of[pairs[i]]}, np.array(rows_of[pairs[i]], dtype=np.int64)) for i in pick]
+
+
+def _filter_details(s: _Scored, q: _Queries, filter_of: Sequence[str | None], groups: Mapping[str, dict[str, Any]],
+                    n: int, ks: tuple[int, ...], setting: str) -> list[dict[str, Any]]:
+    """Per filter (``details["filters"]``): source, chunks passing, selectivity, and the recall@k (micro, at the
+    configured ``setting``) of its queries; a sampled filter also gets the unfiltered recall@k of the same chunk
+    queries."""
+    fo = np.array([f if f is not None else "" for f in filter_of])
+    unfiltered_self = {int(r): j for j, (r, a) in enumerate(zip(q.self_rows, q.allowed)) if a is None and r >= 0}
+    out = []
+    for key, g in groups.items():
+        mask = fo == key
+        cell = _sums(s, mask, ks)
+        entry: dict[str, Any] = {"filter": g["filter"], "source": g["source"], "passing": g["passing"],
+                                 "selectivity": g["passing"] / n if n else None, "setting": setting,
+                                 "queries": cell["queries"]}
+        for k in ks:
+            entry[f"recall@{k}"] = cell[f"recall@{k}"]["value"]
+        if g["source"] == "sampled":
+            same = np.zeros(len(q.keys), dtype=bool)
+            same[[unfiltered_self[int(r)] for r in q.self_rows[mask] if int(r) in unfiltered_self]] = True
+            plain = _sums(s, same, ks)
+            for k in ks:
+                entry[f"unfiltered_recall@{k}"] = plain[f"recall@{k}"]["value"]
+        out.append(entry)
+    return sorted(out, key=lambda e: (e["source"], e["selectivity"] if e["selectivity"] is not None else 0.0))
+
+
 def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: Sequence[str], *, step: Any,
                   queries: np.ndarray | None = None, query_ids: Sequence[str] | None = None,
                   query_classes: Sequence[str] | None = None,
                   query_allowed: Sequence[np.ndarray | None] | None = None,
+                  query_filters: Sequence[Mapping[str, Any] | None] | None = None,
                   declared_metric: str | None = None, normalised: bool = True,
                   settings: IndexSettings | None = None, k_list: Sequence[int] = DEFAULT_K,
                   sweep: Sequence[int] | None = None, target_recall: float = DEFAULT_TARGET,
                   n_sample_queries: int = DEFAULT_SAMPLE, seed: int = 0,
                   ann_results: Mapping[str, Sequence[str]] | None = None,
-                  rtol: float = ann.DEFAULT_RTOL, normalise_in_place: bool = False) -> CorpusResult:
+                  rtol: float = ann.DEFAULT_RTOL, normalise_in_place: bool = False,
+                  sampled_filters: Sequence[tuple[Mapping[str, Any], np.ndarray]] = (),
+                  n_filter_queries: int = DEFAULT_FILTER_QUERIES) -> CorpusResult:
     """Audit an approximate index over ``vectors`` against exact search (see the module docstring).
 
     Args:
@@ -786,6 +857,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         query_classes: ``m`` classes (required when ``queries`` is given).
         query_allowed: ``m`` entries: the chunk rows a question's filter lets through (``np.ndarray`` of ints), or
             None (no filter). Filtered questions give the ``"filtered"`` rows.
+        query_filters: ``m`` entries: the question's filter itself (for ``details["filters"]``), or None.
         declared_metric: the metric the pipeline claims (``cosine`` | ``ip`` | ``l2``); default ``settings.metric``.
             The index and the exact ground truth use it (cosine = inner product).
         normalised: True when the pipeline L2-normalises vectors (and questions) before indexing; the auditor then
@@ -808,6 +880,10 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         normalise_in_place: when normalising, overwrite ``vectors`` instead of copying it (for a caller that owns
             the array, e.g. one just read from ``vectors.npy``): the audit then holds one copy of the vectors, not
             two. Facts about the vectors as given (norms, duplicates) are taken before.
+        sampled_filters: ``(filter, rows passing it)`` pairs (`sample_filters`): each is applied to the first
+            ``n_filter_queries`` sampled chunk queries, which give ``"filtered"`` rows beside their unfiltered ones
+            (ignored with ``ann_results``).
+        n_filter_queries: sampled chunk queries per sampled filter (int >= 0).
 
     Returns:
         A `CorpusResult` with ``corpus_scores`` and ``details`` (``details["timings"]`` is the only wall-clock part).
@@ -862,6 +938,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         q_ids = list(query_ids) if query_ids is not None else [f"q{i}" for i in range(m_q)]
         q_cls = list(query_classes) if query_classes is not None else None
         q_all = list(query_allowed) if query_allowed is not None else [None] * m_q
+        q_flt = list(query_filters) if query_filters is not None else [None] * m_q
         if q_cls is None or len(q_ids) != m_q or len(q_cls) != m_q or len(q_all) != m_q:
             raise ValueError(f"{m_q} queries need as many query_ids, query_classes and query_allowed entries")
         if len(set(q_ids)) != m_q:
@@ -869,7 +946,7 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
         if normalised:
             qv = step.normalised(qv)
     else:
-        qv, q_ids, q_cls, q_all = np.zeros((0, d), np.float32), [], [], []
+        qv, q_ids, q_cls, q_all, q_flt = np.zeros((0, d), np.float32), [], [], [], []
 
     unanswered: list[str] = []
     errors: dict[str, str] = {}  # query -> why its answer cannot be audited (an error, never a 0)
@@ -898,12 +975,30 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
             if a.size and (a.min() < 0 or a.max() >= n):
                 raise ValueError(f"query {q_ids[i]!r}: allowed rows outside [0, {n})")
         allowed.append(a)
+    filter_of: list[str | None] = [None] * len(sample) + [None if a is None else _filter_key("question", f)
+                                                           for a, f in zip(allowed[len(sample):], q_flt)]
+    groups_of_filter: dict[str, dict[str, Any]] = {}
+    for key, a, f in zip(filter_of[len(sample):], allowed[len(sample):], q_flt):
+        if key is not None:
+            groups_of_filter.setdefault(key, {"filter": f, "source": "question", "passing": int(a.size)})
+    if ann_results is None:
+        for flt, rows_ in sampled_filters:
+            a = np.unique(np.asarray(rows_, dtype=np.int64).reshape(-1))
+            fkey = _filter_key("sampled", flt)
+            groups_of_filter.setdefault(fkey, {"filter": dict(flt), "source": "sampled", "passing": int(a.size)})
+            for r in sample[:int(n_filter_queries)]:
+                q_vecs.append(indexed[r])
+                keys.append(f"{chunk_ids[r]} | filter {fkey.split(' ', 1)[1]}")
+                classes.append(chunk_classes[r])
+                self_rows.append(int(r))
+                allowed.append(a)
+                filter_of.append(fkey)
     undefined = _undefined_queries(keys, q_vecs, idx_norms, metric)  # zero vectors: no neighbours to recall
     for key in undefined:
         errors.pop(key, None)
     srows = np.array(self_rows, dtype=np.int64)
-    ncand = np.array([(n - 1 if s >= 0 else n) if a is None else int(a.size) for s, a in zip(self_rows, allowed)],
-                     dtype=np.int64)
+    ncand = np.array([(n - 1 if s >= 0 else n) if a is None else int(a.size) - int(s >= 0 and s in set(a.tolist()))
+                      for s, a in zip(self_rows, allowed)], dtype=np.int64)
     missing = set(unanswered)
     errored = np.array([k in errors or k in undefined for k in keys], dtype=bool)
     qs = _Queries(np.stack(q_vecs).astype(np.float32) if q_vecs else np.zeros((0, d), np.float32), keys, classes,
@@ -999,6 +1094,12 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
                              "filter_violations": runs[configured][2]}
 
     rows = (_recall_rows(scored, qs, ks, seed, setting_label) if keys else []) + vec_rows
+    if groups_of_filter:
+        details["filters"] = _filter_details(scored, qs, filter_of, groups_of_filter, n, ks, setting_label)
+        sel = sorted(g["selectivity"] for g in details["filters"])
+        spread = {"min": sel[0], "median": float(np.median(sel)), "max": sel[-1], "filters": len(sel)}
+        rows = [(c, replace(sc, detail={**sc.detail, "selectivity": spread}) if sc.label == FILTERED else sc, m)
+                for c, sc, m in rows]
 
     flag = metric == "cosine" and idx_norms["not_unit_nonzero"] > 0
     cos: dict[str, Any] = {"flag": bool(flag), "declared_metric": metric, "normalised": bool(normalised),
@@ -1033,7 +1134,8 @@ def audit_vectors(vectors: np.ndarray, chunk_ids: Sequence[str], chunk_classes: 
     per_class = [{"class": c, "queries": int((class_arr == c).sum()),
                   "sampled_chunks": int(((class_arr == c) & (srows >= 0)).sum())} for c in class_names]
     details["queries"] = {"total": len(keys), "sampled_chunks": int((srows >= 0).sum()),
-                          "questions": int((srows < 0).sum()), "filtered": int(filtered.sum()),
+                          "questions": int((srows < 0).sum()), "filtered": int((filtered & (srows < 0)).sum()),
+                          "filtered_sampled_chunks": int((filtered & (srows >= 0)).sum()),
                           "no_candidates": [k for k, c in zip(keys, ncand) if c == 0][:MAX_LISTED],
                           "unanswered": unanswered[:MAX_LISTED], "unanswered_total": len(unanswered),
                           "unanswered_state": "no_prediction (left out of every recall denominator)",
@@ -1087,6 +1189,9 @@ class IndexAuditor(Auditor):
         nprobe_sweep: nprobe values for IVF (default 1, 2, 4, ... nlist).
         target_recall: operating point target for the mean per-query recall@k (default 0.95).
         n_sample_queries: sampled chunk queries (default 200).
+        n_sample_filters: seeded metadata filters applied to sampled chunk queries (default 5; 0 for none;
+            `sample_filters`).
+        n_filter_queries: sampled chunk queries searched under each sampled filter (default 50).
         use_user_results: audit ``DIR/<pipeline>/vectors.npy`` and ``ann_results.jsonl`` when present (default on).
         seed: the run's seed by default.
 
@@ -1108,7 +1213,8 @@ class IndexAuditor(Auditor):
 
     def __init__(self, k_list: Sequence[int] = DEFAULT_K, ef_search_sweep: Sequence[int] = DEFAULT_EF_SWEEP,
                  nprobe_sweep: Sequence[int] | None = None, target_recall: float = DEFAULT_TARGET,
-                 n_sample_queries: int = DEFAULT_SAMPLE, use_user_results: bool = True, seed: int = 0):
+                 n_sample_queries: int = DEFAULT_SAMPLE, use_user_results: bool = True, seed: int = 0,
+                 n_sample_filters: int = DEFAULT_FILTERS, n_filter_queries: int = DEFAULT_FILTER_QUERIES):
         self.k_list = _check_k_list(k_list)
         self.ef_search_sweep = tuple(int(v) for v in ef_search_sweep)
         self.nprobe_sweep = None if nprobe_sweep is None else tuple(int(v) for v in nprobe_sweep)
@@ -1116,6 +1222,10 @@ class IndexAuditor(Auditor):
             raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
         self.target_recall = float(target_recall)
         self.n_sample_queries = int(n_sample_queries)
+        for name, v in (("n_sample_filters", n_sample_filters), ("n_filter_queries", n_filter_queries)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"index option {name!r} must be an integer >= 0, got {v!r}")
+        self.n_sample_filters, self.n_filter_queries = n_sample_filters, n_filter_queries
         self.use_user_results = bool(use_user_results)
         self.seed = int(seed)
         register(*specs_for(self.k_list))
@@ -1124,6 +1234,7 @@ class IndexAuditor(Auditor):
         return {"k_list": list(self.k_list), "ef_search_sweep": list(self.ef_search_sweep),
                 "nprobe_sweep": None if self.nprobe_sweep is None else list(self.nprobe_sweep),
                 "target_recall": self.target_recall, "n_sample_queries": self.n_sample_queries,
+                "n_sample_filters": self.n_sample_filters, "n_filter_queries": self.n_filter_queries,
                 "use_user_results": self.use_user_results, "seed": self.seed, "tie_rtol": ann.DEFAULT_RTOL,
                 "ip_dominated_rtol": ann.DOMINATION_RTOL, "operating_point_interval": OP_INTERVAL}
 
@@ -1235,17 +1346,19 @@ class IndexAuditor(Auditor):
                 raise IndexInputError(f"{source}: dimension {vectors.shape[1]} does not match the pipeline "
                                       f"embedder's dimension ({model_dim})")
         classes = [doc_class.get(c.rsplit("#", 1)[0], c.split("/", 1)[0]) for c in ids]
-        kw: dict[str, Any] = {}
+        metas = [meta[c] for c in ids]
+        kw: dict[str, Any] = {"sampled_filters": sample_filters(metas, self.n_sample_filters, self.seed),
+                              "n_filter_queries": self.n_filter_queries}
         if ctx.questions and ctx.embed_questions is not None:
             qv = np.asarray(ctx.embed_questions([q.question for q in ctx.questions]), dtype=np.float32)
             if qv.ndim != 2 or qv.shape[1] != vectors.shape[1]:
                 raise IndexInputError(f"{source}: dimension {vectors.shape[1]} does not match the embedder's "
                                       f"question vectors ({qv.shape[-1] if qv.ndim else '?'})")
-            metas = [meta[c] for c in ids]
             allowed = [None if not q.filter else
                        np.array([r for r, md in enumerate(metas) if filter_passes(q.filter, md)], dtype=np.int64)
                        for q in ctx.questions]
-            kw = {"queries": qv, "query_ids": [q.id for q in ctx.questions],
+            kw |= {"queries": qv, "query_ids": [q.id for q in ctx.questions],
+                  "query_filters": [q.filter or None for q in ctx.questions],
                   "query_classes": [ctx.question_classes.get(q.id, "unclassified") for q in ctx.questions],
                   "query_allowed": allowed}
         sweep = self.ef_search_sweep if settings.kind == "hnsw" else self.nprobe_sweep

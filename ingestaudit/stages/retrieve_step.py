@@ -3,8 +3,10 @@ the retrieval auditor (`ingestaudit.retrieved.Retrieved`).
 
 Sources, first that applies: a precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md, "precomputed outputs"; an
 unreadable one makes every question an ``error``, never the search in its place); nothing to search (no chunk:
-every question returns nothing); a user retriever (`ingestaudit.stages.retrievers`, the pipeline's ``retriever``);
-the built-in ``dense`` retriever: each question embedded with the pipeline's embedder and searched in the exact and
+every question returns nothing); a retriever other than ``dense`` (`ingestaudit.stages.retrievers`, the pipeline's
+``retriever``: ``bm25``, ``hybrid`` or a user's; a hybrid's ``dense`` lanes search the index step's approximate
+index; questions are embedded only when the retriever reads vectors, and its chunks only when some auditor needs
+them: `needs_chunk_vectors`); the built-in ``dense`` retriever: each question embedded with the pipeline's embedder and searched in the exact and
 the approximate index of the pipeline's index step (`ingestaudit.stages.index_step`), among the chunks its metadata
 filter lets through (a filter applied inside the search, as a vector store does).
 """
@@ -23,6 +25,15 @@ from ingestaudit.jsonlimits import jsonl_lines
 from ingestaudit.output_schemas import check_retrieval_keys
 from ingestaudit.retrieved import ChunkTable, Rank, Retrieved
 from ingestaudit.stages.index_step import IndexStep
+
+
+def needs_chunk_vectors(pipeline: Any) -> bool:
+    """Whether ``pipeline``'s retrieve step reads chunk vectors: False for a retriever that reads texts only
+    (``bm25``, a hybrid of such lanes), so the runner need not embed the chunks for the retrieval audit."""
+    from ingestaudit.stages.retrievers import retriever_needs_vectors
+
+    choice = pipeline.stage("retriever")
+    return retriever_needs_vectors(choice.use, choice.kwargs())
 
 
 def user_results_file(folder: Path | None) -> Path | None:
@@ -56,7 +67,7 @@ class RetrieveStep:
     def table(self) -> ChunkTable:
         """The pipeline's chunk table (built on first use)."""
         if self._table is None:
-            self._table = ChunkTable.of(self.ctx.docs)
+            self._table = ChunkTable.of(self.ctx.docs, with_vectors=needs_chunk_vectors(self.ctx.pipeline))
         return self._table
 
     def __call__(self, depth: int, exact_k: int) -> Retrieved:
@@ -148,6 +159,12 @@ class RetrieveStep:
         try:
             retriever = load_retriever(choice.use, choice.kwargs())
             step = "index"
+            dense = getattr(retriever, "dense_lanes", lambda: [])()
+            if dense:  # a hybrid's dense lanes search the index step's approximate index, built once
+                search, build_s = self._dense_lane()
+                for lane in dense:
+                    lane.bind(search)
+                timings["dense_lane_index_build_s"] = build_s
             views = [ChunkView(j, doc, self.docs[doc].texts[i], self.docs[doc].pages[i], self.docs[doc].sections[i],
                                self.table.meta[j]) for j, (doc, i) in enumerate(self.table.rows)]
             t0 = time.perf_counter()
@@ -157,7 +174,10 @@ class RetrieveStep:
             msg = f"retriever {choice.use!r} failed at {step}: {type(exc).__name__}: {exc}"
             failures.append(msg)
             return [(msg, msg, None)] * len(qs), [], timings, {}
-        qvec, qstats, timings["question_embedding_s"] = self._embed_questions(qs)
+        qvec: Any = [None] * len(qs)
+        qstats: dict[str, int] = {}
+        if retriever.uses_vectors():
+            qvec, qstats, timings["question_embedding_s"] = self._embed_questions(qs)
         ranks, latencies = [], []
         for qi, q in enumerate(qs):
             t0 = time.perf_counter()
@@ -177,6 +197,22 @@ class RetrieveStep:
                 continue
             ranks.append((rows, rows, score))
         return ranks, latencies, timings, qstats
+
+    def _dense_lane(self) -> tuple[Any, float]:
+        """The search a hybrid's ``dense`` lane runs (the pipeline's approximate index, from the index step) and the
+        index's build seconds.
+
+        Raises:
+            ValueError, IndexInputError: bad index settings or vectors (the hybrid then fails at ``index``).
+        """
+        settings = self.index.pipeline_settings()
+        ann = self.index.ann(self.table.vectors, settings)
+
+        def search(vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+            scores, ids, _ = ann.search(np.asarray(vector, dtype=np.float32)[None, :], k, allowed=[allowed])
+            return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
+
+        return search, ann.build_seconds
 
     def _user_results(self) -> dict[str, Any] | str | None:
         """A precomputed pipeline's ``retrieval.jsonl`` (DESIGN.md): per question its ranked chunks (the first

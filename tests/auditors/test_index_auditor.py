@@ -438,8 +438,15 @@ def test_audit_pipeline_rows_details_timings_and_filters():
     assert "timings" not in res.details and res.timings["build_seconds"] >= 0
     filt = [s for c, s, _ in res.corpus_scores if s.label == "filtered" and c == "__all__"
             and s.metric == "index.recall@10"]
-    assert filt and filt[0].state is State.OK and filt[0].denominator == 10
+    # issue 29: q2 (10 results) and, under each of the two sampled filters (lang = de, lang = en), the 20 sampled
+    # chunk queries (10 results each): 10 + 2 x 20 x 10
+    assert filt and filt[0].state is State.OK and filt[0].denominator == 410
+    assert filt[0].detail["selectivity"] == {"min": 0.5, "median": 0.5, "max": 0.5, "filters": 3}
     assert res.details["queries"]["questions"] == 2
+    assert [(f["source"], f["filter"], f["passing"], f["selectivity"], f["queries"]) for f in res.details["filters"]] \
+        == [("question", {"lang": "de"}, 60, 0.5, 1), ("sampled", {"lang": "de"}, 60, 0.5, 20),
+            ("sampled", {"lang": "en"}, 60, 0.5, 20)]
+    assert all("unfiltered_recall@10" in f for f in res.details["filters"] if f["source"] == "sampled")
 
 
 def test_audit_pipeline_turns_bad_vectors_into_error_rows():

