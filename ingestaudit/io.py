@@ -435,4 +435,8 @@ def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | No
     stage.write_text("report.html", render_html(report, history=history))
     if report.timings:
         stage.write_text("timings.json", json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
+    if getattr(report, "gate", None) is not None:  # a gated run: its result beside the report (issue 26)
+        from ingestaudit.report.gate_result import GATE_FILE
+
+        stage.write_text(GATE_FILE, report.gate.to_json())
     return stage.commit(last="report.json")

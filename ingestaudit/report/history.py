@@ -5,7 +5,9 @@ Tables (schema `SCHEMA`, recorded in ``ingestaudit_meta``):
 
 * ``runs``: ``run_id``, ``time`` (UTC, ISO 8601), ``label`` (e.g. a commit), ``corpus_fingerprint``,
   ``corpus_path``, ``tool_version``, ``pipelines`` (JSON: every stage's implementation, version and settings),
-  ``accepted``, and ``report`` (the report's JSON without measurements and summary);
+  ``accepted``, ``report`` (the report's JSON without measurements and summary) and ``verdict`` (the gate's:
+  ``pass``, ``fail``, ``first_run``, or NULL for a run not gated; a history written before the column existed gets
+  it, NULL for its runs, the first time a run is appended to it, and reads as it is until then);
 * ``summary``: one row per run x pipeline x class x metric x label (n, micro, macro, headline value, interval,
   states as JSON, definition fingerprint);
 * ``measurements``: one row per run x item x pipeline x metric x label (what the gate pairs).
@@ -46,7 +48,7 @@ _DDL = (
     "CREATE TABLE ingestaudit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
     """CREATE TABLE runs (run_id INTEGER PRIMARY KEY, time VARCHAR NOT NULL, label VARCHAR NOT NULL,
        corpus_fingerprint VARCHAR, corpus_path VARCHAR, tool_version VARCHAR, pipelines VARCHAR,
-       accepted BOOLEAN NOT NULL, report VARCHAR NOT NULL)""",
+       accepted BOOLEAN NOT NULL, report VARCHAR NOT NULL, verdict VARCHAR)""",
     """CREATE TABLE summary (run_id INTEGER NOT NULL, pipeline VARCHAR, doc_class VARCHAR, stage VARCHAR,
        metric VARCHAR, label VARCHAR, level VARCHAR, n INTEGER, micro DOUBLE, macro DOUBLE, headline DOUBLE,
        ci_low DOUBLE, ci_high DOUBLE, ci_method VARCHAR, states VARCHAR, numerator DOUBLE, denominator DOUBLE,
@@ -87,6 +89,7 @@ class RunInfo:
     label: str
     corpus_fingerprint: str
     accepted: bool
+    verdict: str | None = None  # the gate's verdict (pass, fail, first_run); None: not gated
 
 
 def _narrow(where: list[str], args: list[Any], **equal: str | None) -> None:
@@ -223,29 +226,39 @@ def _headline(r: SummaryRow) -> float | None:
     return r.micro if r.micro is not None else r.macro
 
 
+def _has_verdict(con: Any) -> bool:
+    """Whether the ``runs`` table has the ``verdict`` column (a history written before it existed has not)."""
+    return bool(con.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'runs' AND "
+                            "column_name = 'verdict'").fetchone()[0])
+
+
 def append_run(path: Path, report: Report, *, label: str = "", time: str | None = None,
-               accepted: bool | None = None) -> int:
+               accepted: bool | None = None, verdict: str | None = None) -> int:
     """Record ``report`` as a new run; returns its ``run_id``.
 
     Args:
         label: the user's label (a commit, a date); ``""`` is allowed.
         time: ISO 8601 time (default: now, UTC, to the second).
         accepted: default: True for the first run of the file, else False (see the module docstring).
+        verdict: the gate's verdict of this run (``pass``, ``fail``, ``first_run``), None when it was not gated.
 
     Raises:
         HistoryError: see the class.
     """
     stamp = time or datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-    slim = report.model_dump(mode="json", exclude={"measurements", "summary"})
+    slim = report.model_dump(mode="json", exclude={"measurements", "summary", "gate"})
     with _connect(path, create=True) as con:
+        if not _has_verdict(con):  # an older history: the column is added, NULL for the runs it holds
+            con.execute("ALTER TABLE runs ADD COLUMN verdict VARCHAR")
         con.execute("BEGIN TRANSACTION")
         try:
             run_id, first = con.execute("SELECT COALESCE(MAX(run_id), 0) + 1, COUNT(*) = 0 FROM runs").fetchone()
-            con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO runs (run_id, time, label, corpus_fingerprint, corpus_path, tool_version, "
+                        "pipelines, accepted, report, verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, stamp, label, report.corpus.fingerprint, report.corpus.path, report.tool.version,
                          json.dumps([p.model_dump(mode="json") for p in report.pipelines], sort_keys=True),
                          bool(first) if accepted is None else accepted,
-                         json.dumps(slim, sort_keys=True, allow_nan=False)])
+                         json.dumps(slim, sort_keys=True, allow_nan=False), verdict])
             con.executemany("INSERT INTO summary VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [[run_id, r.pipeline, r.doc_class, r.stage, r.metric, r.label, r.level, r.n_docs,
                               r.micro, r.macro, _headline(r), r.ci_low, r.ci_high, r.ci_method,
@@ -311,9 +324,36 @@ def is_empty(path: Path) -> bool:
 def list_runs(path: Path) -> list[RunInfo]:
     """Every recorded run, oldest first."""
     with _connect(path, create=False, read_only=True) as con:
-        rows = con.execute("SELECT run_id, time, label, corpus_fingerprint, accepted FROM runs "
+        verdict = "verdict" if _has_verdict(con) else "NULL"
+        rows = con.execute(f"SELECT run_id, time, label, corpus_fingerprint, accepted, {verdict} FROM runs "
                            "ORDER BY run_id").fetchall()
-    return [RunInfo(int(r[0]), r[1], r[2], r[3] or "", bool(r[4])) for r in rows]
+    return [RunInfo(int(r[0]), r[1], r[2], r[3] or "", bool(r[4]), r[5]) for r in rows]
+
+
+def accepted_series(path: Path, window: int, metrics: Sequence[tuple[str, str]]
+                    ) -> dict[tuple[str, str, str, str], list[float]]:
+    """The headline values of the last ``window`` accepted runs, oldest first, per (pipeline, class, metric,
+    label) among ``metrics`` (``(metric, label)`` pairs); a run without a value for a key adds none to it. A path
+    that does not exist yet, or an empty history, gives ``{}``.
+
+    Raises:
+        HistoryError: see the class.
+    """
+    if not path.exists():
+        return {}
+    wanted = set(metrics)
+    try:
+        with _connect(path, create=False, read_only=True) as con:
+            rows = con.execute("SELECT s.pipeline, s.doc_class, s.metric, s.label, s.headline FROM summary s WHERE "
+                               "s.run_id IN (SELECT run_id FROM runs WHERE accepted ORDER BY run_id DESC LIMIT ?) "
+                               "AND s.headline IS NOT NULL ORDER BY s.run_id, s.rowid", [window]).fetchall()
+    except EmptyHistory:
+        return {}
+    out: dict[tuple[str, str, str, str], list[float]] = {}
+    for pipe, cls, metric, label, value in rows:
+        if (metric, label) in wanted:
+            out.setdefault((pipe, cls, metric, label), []).append(float(value))
+    return out
 
 
 def accept(path: Path, which: str) -> RunInfo:
@@ -326,7 +366,7 @@ def accept(path: Path, which: str) -> RunInfo:
     run = _find(runs, which, path)
     with _connect(path, create=False) as con:
         con.execute("UPDATE runs SET accepted = TRUE WHERE run_id = ?", [run.run_id])
-    return RunInfo(run.run_id, run.time, run.label, run.corpus_fingerprint, True)
+    return RunInfo(run.run_id, run.time, run.label, run.corpus_fingerprint, True, run.verdict)
 
 
 def _find(runs: Sequence[RunInfo], which: str, path: Path) -> RunInfo:
