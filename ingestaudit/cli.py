@@ -565,10 +565,10 @@ def compare(
                                                                     "against the head's NEW; repeatable.")] = None,
     budget: Annotated[Optional[list[str]], typer.Option("--budget", envvar="INGESTAUDIT_BUDGET",
                                                         help="METRIC=X: budget for METRIC, absolute (0.02) or "
-                                                             "relative (5%); repeatable; overrides [gate].")] = None,
+                                                             "relative (5%); repeatable; overrides \\[gate].")] = None,
     config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
-                                                   help="Read [gate] budgets from this file (default: the head "
-                                                        "report's config).")] = None,
+                                                   help="Read \\[gate] budgets and settings from this file "
+                                                        "(default: the head report's config).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for other tools).")] = False,
     junit: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_JUNIT",
                                                   help="Write the gate's result as JUnit XML here.")] = None,

@@ -501,12 +501,16 @@ def sparkline(values: Sequence[float | None]) -> str:
     return "".join(out)
 
 
-def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100) -> str:
-    """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows),
-    a sparkline over every run shown, and the change from the first to the last value. When the series names
-    leave too little room, each name gets its own line above its values."""
+def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100, band_window: int = 20) -> str:
+    """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows, the
+    last accepted run always among them), a sparkline over every run shown, the change from the first to the last
+    value, and the series' control band (`ingestaudit.report.bands`, from its last ``band_window`` accepted runs'
+    values, when there are enough). A ``gate`` row gives each run's verdict. Run labels are never cut: when one is
+    longer than a column, the columns are headed ``#ID`` and a legend lists every run's full label. When the series
+    names leave too little room, each name gets its own line above its values."""
     import textwrap
 
+    from ingestaudit.report.bands import xmr_band
     from ingestaudit.report.tables import direction, g4
 
     if not runs:
@@ -521,21 +525,39 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     lead = 2 if stacked else name_w
     fit = max(1, (width - lead - tail) // col_w)
     shown = list(range(len(runs)))[-fit:]
-    heads = "".join(((runs[i].label or runs[i].time[:10])[: col_w - 2] + ("*" if runs[i].accepted else ""))
-                    .rjust(col_w) for i in shown)
+    accepted = [i for i, r in enumerate(runs) if r.accepted]
+    if accepted and accepted[-1] not in shown:  # the gate's baseline stays in view
+        shown = sorted([accepted[-1], *shown[len(shown) - fit + 1:]]) if fit > 1 else [accepted[-1]]
+    labels = [runs[i].label or runs[i].time[:10] for i in range(len(runs))]
+    by_id = any(len(labels[i]) > col_w - 2 for i in shown)
+    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i]) + ("*" if runs[i].accepted else "")).rjust(col_w)
+                    for i in shown)
     lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = accepted (the gate's history baseline); values: "
                           "micro, else macro", width=width)
+    if by_id:
+        legend = "; ".join(f"#{runs[i].run_id} {labels[i]}" for i in shown)
+        lines += textwrap.wrap("runs: " + legend, width=width, break_long_words=False, break_on_hyphens=False,
+                               subsequent_indent="  ")
     lines.append(("series" if not stacked else "").ljust(lead) + heads + "  " + "trend".ljust(len(runs))
                  + "  change")
+    if any(r.verdict for r in runs):
+        lines.append(("gate" if not stacked else "").ljust(lead)
+                     + "".join((runs[i].verdict or "—").rjust(col_w) for i in shown))
     for t, name in zip(series, names):
         cells = "".join(g4(t.values[i]).rjust(col_w) for i in shown)
         present = [v for v in t.values if v is not None]
         change = g4(present[-1] - present[0], signed=True) if len(present) >= 2 else ""
         values = cells + "  " + sparkline(t.values).ljust(len(runs)) + "  " + change
         if stacked:
-            lines += [name if len(name) <= width else name[: width - 1] + "…", " " * lead + values]
+            lines += _wrap(name, width) + [" " * lead + values]
         else:
             lines.append(name.ljust(name_w) + values)
+        band = xmr_band([v for i, v in enumerate(t.values) if runs[i].accepted and v is not None][-band_window:])
+        if band is not None:
+            last = t.values[-1]
+            where = "" if last is None else " (last run outside)" if band.outside(last) else " (last run inside)"
+            lines.append(" " * min(lead, 4) + f"band [{g4(band.low)}, {g4(band.high)}] center {g4(band.center)} "
+                         f"(X-mR, {band.runs} accepted runs){where}")
     return "\n".join(lines)
 
 
