@@ -528,19 +528,13 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     accepted = [i for i, r in enumerate(runs) if r.accepted]
     if accepted and accepted[-1] not in shown:  # the gate's baseline stays in view
         shown = sorted([accepted[-1], *shown[len(shown) - fit + 1:]]) if fit > 1 else [accepted[-1]]
-    labels = [runs[i].label or runs[i].time[:10] for i in range(len(runs))]
-    by_id = any(len(labels[i]) > col_w - 2 for i in shown)
-    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i]) + ("*" if runs[i].accepted else "")).rjust(col_w)
-                    for i in shown)
+    heads, legend = _run_heads(runs, shown, col_w, width)
     lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = accepted (the gate's history baseline); values: "
-                          "micro, else macro", width=width)
-    if by_id:
-        legend = "; ".join(f"#{runs[i].run_id} {labels[i]}" for i in shown)
-        lines += textwrap.wrap("runs: " + legend, width=width, break_long_words=False, break_on_hyphens=False,
-                               subsequent_indent="  ")
+                          "micro, else macro", width=width) + legend
     lines.append(("series" if not stacked else "").ljust(lead) + heads + "  " + "trend".ljust(len(runs))
                  + "  change")
     if any(r.verdict for r in runs):
+        lines += ["gate verdicts:"] if stacked else []
         lines.append(("gate" if not stacked else "").ljust(lead)
                      + "".join((runs[i].verdict or "—").rjust(col_w) for i in shown))
     for t, name in zip(series, names):
@@ -559,6 +553,17 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
             lines.append(" " * min(lead, 4) + f"band [{g4(band.low)}, {g4(band.high)}] center {g4(band.center)} "
                          f"(X-mR, {band.runs} accepted runs){where}")
     return "\n".join(lines)
+
+
+def _run_heads(runs: Sequence[RunInfo], shown: Sequence[int], col_w: int, width: int) -> tuple[str, list[str]]:
+    """The column heads of the runs ``shown`` (their labels, ``*`` marking an accepted run) and, when a label is
+    longer than a column, heads ``#ID`` instead and a legend of the full labels wrapped at ``width`` (never cut)."""
+    labels = {i: runs[i].label or runs[i].time[:10] for i in shown}
+    by_id = any(len(labels[i]) > col_w - 2 for i in shown)
+    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i]) + ("*" if runs[i].accepted else "")).rjust(col_w)
+                    for i in shown)
+    legend = _wrap("runs: " + "; ".join(f"#{runs[i].run_id} {labels[i]}" for i in shown), width) if by_id else []
+    return heads, legend
 
 
 @dataclass(frozen=True)
@@ -633,12 +638,11 @@ def render_item_trends(runs: Sequence[RunInfo], items: Sequence[ItemTrend], ref:
     name_w = min(max(len(n) for n in names) + 2, max(20, width // 2))
     fit = max(1, (width - name_w - col_w - 2) // col_w)
     shown = list(range(len(runs)))[-fit:]
-    heads = "".join(((runs[i].label or runs[i].time[:10])[: col_w - 2] + ("*" if runs[i].accepted else ""))
-                    .rjust(col_w) for i in shown)
+    heads, legend = _run_heads(runs, shown, col_w, width)
     lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = accepted; change = last run - "
              f"run {ref_run.run_id} ({ref_run.label or ref_run.time[:10]}); the items that got worse most first",
              "item".ljust(name_w) + heads + "  change"]
-    lines = [w for line in lines[:1] for w in _wrap(line, width)] + lines[1:]
+    lines = [w for line in lines[:1] for w in _wrap(line, width)] + legend + lines[1:]
     for t, name in zip(items[:limit], names):
         cells = "".join((g4(t.values[i]) if t.values[i] is not None else (t.states[i] or "—")[:col_w - 1])
                         .rjust(col_w) for i in shown)
