@@ -10,7 +10,7 @@ limits 0.804 +/- 0.0399 = [0.7641, 0.8439]: a head value of 0.75 is outside, 0.7
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,8 +90,3 @@ def check_bands(history: Path, head: Report, window: int) -> list[BandCheck]:
         out.append(BandCheck(r.pipeline, r.doc_class, r.metric, r.label, value, band, side))
     return sorted(out, key=lambda c: (not c.side, c.pipeline, c.doc_class, c.metric, c.label))
 
-
-def band_of(series: Mapping[tuple[str, str, str, str], Sequence[float]], key: tuple[str, str, str, str]
-            ) -> Band | None:
-    """The band of one key in ``series`` (`ingestaudit.report.history.accepted_series`), None without one."""
-    return xmr_band(series.get(key, []))

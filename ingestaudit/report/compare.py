@@ -364,7 +364,8 @@ class Comparison:
                 "config_changes": self.changes, "corpus": self.corpus, "min_items": self.min_items}
 
 
-STATUSES = ("regression", "budget_warning", "within_noise", "within_budget", "improved", "unchanged", "not_comparable", "no_pairs")
+STATUSES = ("regression", "budget_warning", "within_noise", "within_budget", "improved", "unchanged", "not_comparable",
+            "no_pairs")
 
 
 # --- pairing ---------------------------------------------------------------------------------------------------------

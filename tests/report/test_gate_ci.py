@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ingestaudit.cli import app
 from ingestaudit.report.bands import XMR_FACTOR, xmr_band
 from ingestaudit.report.compare import compare_reports
-from ingestaudit.report.history import accept, append_run, list_runs
+from ingestaudit.report.history import append_run, list_runs
 
 
 def compare(tmp_path, base, head, *args, columns: int = 120):
@@ -79,7 +79,7 @@ def test_bands_fail_fails_the_gate_on_a_worse_value_within_the_budget(tmp_path):
     assert json.loads((head.parent / "gate.json").read_text())["verdict"] == "fail"
 
 
-# --- gate.json, report.json and JUnit ---------------------------------------------------------------------------------
+# --- gate.json, report.json and JUnit -------------------------------------------------------------------------------
 
 def test_gate_json_report_json_and_junit_name_one_failure_per_regression(tmp_path):
     from junitparser import Failure, JUnitXml
@@ -111,7 +111,7 @@ def test_a_report_not_gated_has_no_gate_key():
     assert "gate" not in json.loads(report.to_json())  # the same keys, so the same bytes, as before issue 26
 
 
-# --- min_items ---------------------------------------------------------------------------------------------------------
+# --- min_items -------------------------------------------------------------------------------------------------------
 
 def test_a_budget_alone_row_below_min_items_is_a_warning_in_one_sentence(tmp_path):
     base = build(cer_rows("pymupdf", "big", [0.10] * 30) + cer_rows("pymupdf", "tiny", [0.10, 0.20, 0.30]))
@@ -130,7 +130,7 @@ def test_a_budget_alone_row_below_min_items_is_a_warning_in_one_sentence(tmp_pat
                                                                           ("tiny", True)]
 
 
-# --- seeds and what changed -----------------------------------------------------------------------------------------------
+# --- seeds and what changed -----------------------------------------------------------------------------------------
 
 def chunk_report(seed: int, truncated: float, gain: float, size: int):
     rows = [Row(f"c/d{i:02d}", "c", "p", "chunking.truncated_tokens", truncated, truncated * 100, 100)
@@ -227,6 +227,20 @@ def test_compare_help_shows_the_literal_gate_table():
     assert "Read [gate] budgets" in " ".join(result.stdout.replace("│", " ").split())
 
 
+def test_a_misspelt_gate_setting_stops_run_before_the_audit(tmp_path):
+    root = tmp_path / "corpus"
+    (root / "docs" / "c").mkdir(parents=True)
+    (root / "docs" / "c" / "a.txt").write_text("x\n")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[gate]\nmin_itms = 3\n")
+    result = CliRunner().invoke(app, ["run", str(root), "--config", str(cfg), "--out", str(tmp_path / "out")],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert (f"{cfg} [gate] min_itms: unknown setting; a budget is named by its metric (stage.metric), the settings "
+            "are min_items, band_window, bands") in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_gate_setting_with_a_bad_value_is_exit_2_naming_it(tmp_path):
     base = one_class(0.1)
     result, _ = compare(tmp_path, base, build(cer_rows("pymupdf", "invoices", [0.1] * 30),
@@ -235,7 +249,7 @@ def test_a_gate_setting_with_a_bad_value_is_exit_2_naming_it(tmp_path):
     assert "[gate]: band_window: Input should be greater than or equal to 5" in " ".join(result.output.split())
 
 
-# --- end to end: a chunk-size regression through `run --baseline` (issue 26's acceptance) ------------------------------
+# --- end to end: a chunk-size regression through `run --baseline` (issue 26's acceptance) ----------------------------
 
 WORDS = "pump valve seal gauge hose tap pressure flow litre hour night motor filter tank pipe".split()
 
@@ -305,3 +319,26 @@ def test_a_seed_change_on_the_head_still_gates_the_chunk_size_regression(chunk_r
     assert {r["metric"] for r in gate["not_comparable"]} == {"chunking.coherence_gain"}
     changes = {c["path"]: (c["base"], c["head"]) for c in gate["config_changes"]}
     assert changes["chunker.size"] == (500, 4000) and changes["run.seed"] == (0, 7)
+
+
+def test_a_pass_is_written_and_a_later_ungated_run_into_the_folder_drops_the_old_gate_json(tmp_path):
+    root = tmp_path / "corpus"
+    for name in ("a", "b"):
+        for sub, content in (("docs", "x\n"), ("truth", f"The {name} pump runs at night.\n")):
+            (root / sub / "c").mkdir(parents=True, exist_ok=True)
+            (root / sub / "c" / f"{name}.txt").write_text(content)
+
+    def run(*args):
+        return CliRunner().invoke(app, ["run", str(root), "-p", "reference", "--stage", "extraction", "--executor",
+                                        "serial", *args], env={"COLUMNS": "120"})
+
+    assert run("--out", str(tmp_path / "base")).exit_code == 0
+    gated = run("--out", str(tmp_path / "head"), "--baseline", str(tmp_path / "base" / "report.json"))
+    assert gated.exit_code == 0, gated.output
+    gate = json.loads((tmp_path / "head" / "gate.json").read_text())
+    assert (gate["verdict"], gate["regressions"], gate["config_changes"]) == ("pass", [], [])
+    assert "gate" not in json.loads((tmp_path / "base" / "report.json").read_text())
+    again = run("--out", str(tmp_path / "head"))
+    assert again.exit_code == 0, again.output
+    assert not (tmp_path / "head" / "gate.json").exists()  # a result of an earlier run is never left behind
+    assert "gate" not in json.loads((tmp_path / "head" / "report.json").read_text())
