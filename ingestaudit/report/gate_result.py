@@ -17,92 +17,13 @@ junit-10.xsd): ``testsuites``/``testsuite`` carry ``name``, ``tests``, ``failure
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from ingestaudit.report.gate_schema import BandRow, ConfigChange, GateResult, GateRow
 
 GATE_FILE = "gate.json"
 """The gate result's file in the report folder."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class GateRow(_Model):
-    """One gated row in the result: what, base -> head on the paired items, the difference and its interval, the
-    budget, the test; ``kind`` says why it is listed."""
-
-    pipeline: str
-    base_pipeline: str
-    doc_class: str
-    metric: str
-    label: str
-    kind: Literal["significant", "budget_alone", "budget_warning", "improved", "not_comparable"]
-    base: float | None = None
-    head: float | None = None
-    diff: float | None = None
-    diff_low: float | None = None
-    diff_high: float | None = None
-    budget: str = ""
-    p_holm: float | None = None
-    n: int = 0
-    reason: str = ""
-    message: str = ""
-
-
-class ConfigChange(_Model):
-    """A configuration difference: a dotted ``path`` (``chunker.size``), its values, the head's pipeline (``""``
-    for a run setting)."""
-
-    path: str
-    base: Any = None
-    head: Any = None
-    pipeline: str = ""
-
-
-class BandRow(_Model):
-    """A key value against its control band (`ingestaudit.report.bands`); ``outside`` is ``worse``, ``better``
-    or ``""``; ``fails`` when it fails the gate (``[gate] bands = "fail"`` and outside on the worse side)."""
-
-    pipeline: str
-    doc_class: str
-    metric: str
-    label: str
-    head: float
-    center: float
-    mean_moving_range: float
-    low: float
-    high: float
-    runs: int
-    outside: str = ""
-    fails: bool = False
-
-
-class GateResult(_Model):
-    """The gate's result (see the module docstring)."""
-
-    verdict: Literal["pass", "fail", "first_run"]
-    base: str
-    head: str
-    message: list[str] = []
-    regressions: list[GateRow] = []
-    improvements: list[GateRow] = []
-    not_comparable: list[GateRow] = []
-    config_changes: list[ConfigChange] = []
-    corpus: dict[str, Any] = {}
-    budgets: list[GateRow] = []
-    bands: list[BandRow] = []
-    bands_note: str = ""  # why no band was checked (the history could not be read), else empty
-    hard_regressions: list[dict[str, Any]] = []
-    missing_in_head: list[dict[str, Any]] = []
-    min_items: int = 0
-
-    def to_json(self) -> str:
-        """Indented JSON, as gate.json is written."""
-        import json
-
-        return json.dumps(self.model_dump(mode="json"), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _row(r: Any, kind: str) -> GateRow:
@@ -119,6 +40,49 @@ def _row(r: Any, kind: str) -> GateRow:
                    label=r.label, kind=kind, base=base, head=head, diff=r.diff, diff_low=r.diff_low,
                    diff_high=r.diff_high, budget=r.budget, p_holm=r.p_holm, n=r.n_pairs, reason=r.reason,
                    message=message)
+
+
+@dataclass(frozen=True)
+class BandCheck:
+    """A head value against its band: ``side`` is ``"worse"`` or ``"better"`` when outside (by the metric's
+    direction), ``""`` inside."""
+
+    pipeline: str
+    doc_class: str
+    metric: str
+    label: str
+    value: float
+    band: Any  # ingestaudit.report.bands.Band
+    side: str
+
+
+def check_bands(history: Any, head: Any, window: int) -> list[BandCheck]:
+    """Each key metric x pipeline x class of ``head`` (`ingestaudit.report.tables.headline_keys`) with a headline
+    value, against the band of its last ``window`` accepted runs in ``history`` (keys with fewer than `MIN_RUNS`
+    values are left out). Sorted: outside first, then by pipeline, class, metric.
+
+    Raises:
+        ingestaudit.report.history.HistoryError: the history cannot be read.
+    """
+    from ingestaudit.report.bands import xmr_band
+    from ingestaudit.report.history import accepted_series
+    from ingestaudit.report.stats import orientation_of
+    from ingestaudit.report.tables import headline_keys, headline_value
+
+    keys = set(headline_keys(head.summary).values())
+    series = accepted_series(history, window, sorted(keys))
+    out = []
+    for r in head.summary:
+        value = headline_value(r)
+        band = xmr_band(series.get((r.pipeline, r.doc_class, r.metric, r.label), []))
+        if (r.metric, r.label) not in keys or value is None or band is None:
+            continue
+        side = ""
+        if band.outside(value):
+            orient = orientation_of(r.metric, r.label)
+            side = "worse" if orient.badness(value) > orient.badness(band.center) else "better"
+        out.append(BandCheck(r.pipeline, r.doc_class, r.metric, r.label, value, band, side))
+    return sorted(out, key=lambda c: (not c.side, c.pipeline, c.doc_class, c.metric, c.label))
 
 
 def band_rows(checks: Sequence[Any], mode: str) -> list[BandRow]:
@@ -215,7 +179,6 @@ def evaluate_gate(base: Any, head: Any, *, budgets: Any, settings: Any, base_lab
         ingestaudit.report.compare.GateError: as `compare_reports`.
         ingestaudit.report.history.HistoryError: ``bands_from`` cannot be read.
     """
-    from ingestaudit.report.bands import check_bands
     from ingestaudit.report.changes import change_lines
     from ingestaudit.report.compare import compare_reports, verdict_line
 

@@ -18,7 +18,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, NonNegativeI
 
 from ingestaudit.errors import IngestAuditError
 from ingestaudit.measurement import State
-from ingestaudit.report.gate_result import GateResult
+from ingestaudit.report.gate_schema import GateResult
 
 SCHEMA_VERSION = "2.2"  # 2.2: pipelines[].routes and the store's parser column (parser routing)
 READABLE_MAJORS = ("1", "2")  # version-1 reports are read and migrated (parser -> pipeline, doc_id -> item)
