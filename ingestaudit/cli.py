@@ -609,8 +609,9 @@ def compare(
     _record_gate(head, result)
     _write_gate_files(result, junit, key_rows(result, head_report))
     if json_:
-        text = _json.dumps(comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}, indent=1,
-                           ensure_ascii=False, allow_nan=False)
+        data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
+        data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
+        text = _json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
         typer.echo(_json_c1_escaped(text))  # JSON escapes C0 itself; C1 and DEL too, for a terminal reading it
     else:
         _print_view("\n".join([render_comparison(comparison, width=terminal_width(), verbose=verbose),

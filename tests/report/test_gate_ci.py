@@ -77,6 +77,9 @@ def test_bands_fail_fails_the_gate_on_a_worse_value_within_the_budget(tmp_path):
     assert "gate held: no regression in 1 compared rows" in result.stdout  # the two-run comparison held
     assert "band FAILED: pymupdf · invoices · extraction.cer 0.86 is outside its control band" in result.stdout
     assert json.loads((head.parent / "gate.json").read_text())["verdict"] == "fail"
+    data = json.loads(CliRunner().invoke(app, ["compare", f"history:{db}", str(head), "--budget", "extraction.cer=0.1",
+                                               "--json"]).stdout)
+    assert data["verdict"] == "failed" and [b["fails"] for b in data["bands"]] == [True, True]
 
 
 # --- gate.json, report.json and JUnit -------------------------------------------------------------------------------
