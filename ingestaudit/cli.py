@@ -194,6 +194,10 @@ def run(
                                                          "is kept).")] = None,
     label: Annotated[str, typer.Option(envvar="INGESTAUDIT_LABEL",
                                        help="Label of this run in the history (e.g. a commit).")] = "",
+    junit: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_JUNIT",
+                                                  help="With --baseline: write the gate's result as JUnit XML "
+                                                       "here (gate.json is always written beside the "
+                                                       "report).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", envvar="INGESTAUDIT_VERBOSE",
                                           help="Print every row, not only the headline.")] = False,
     strict: Annotated[bool, typer.Option(envvar="INGESTAUDIT_STRICT",
@@ -261,6 +265,7 @@ def run(
     # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
+    gate_opts = _gate_options(baseline, cfg.gate, cfg_path, history, junit, found.root, corpus_ids)
     cfg.run.parsers = [name for p in pipes if p.precomputed_root is None for name in p.parsers()]
     if not found.documents:
         _fail(f"{found.root}: no documents under docs/<class>/")
@@ -288,7 +293,7 @@ def run(
                     what = out / STORE_NAME if isinstance(exc, StoreWriteError) else work
                     _fail(f"cannot write {what} ({describe(exc)}); the previous report in {out} is unchanged")
             code = _finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
-                               verbose, strict, console, state)
+                               verbose, strict, console, state, gate_opts)
     raise typer.Exit(code)
 
 
@@ -389,6 +394,38 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
     return base_report, base_label, budgets, warning
 
 
+def _gate_options(baseline: str | None, config_gate: dict, cfg_path: Path | None, history: Path | None,
+                  junit: Path | None, corpus_root: Path, root_ids) -> dict:
+    """The gate's settings (`ingestaudit.report.compare.gate_settings`), the history its control bands come from
+    (the baseline's ``history:DB``, else ``--history``), the ``--junit`` file (checked before the audit) and the
+    baseline as given. Exits 2 naming the setting or file on a bad one."""
+    from ingestaudit.io import check_output_file
+    from ingestaudit.report.compare import gate_settings
+    from ingestaudit.report.history import HISTORY_PREFIX
+
+    settings = gate_settings(config_gate, f"{cfg_path or 'config'} [gate]")
+    if junit is not None:
+        if baseline is None:
+            _fail(f"--junit {junit}: only a gated run writes a gate result", "add --baseline REPORT or history:DB")
+        check_output_file(junit, corpus_root=corpus_root, root_ids=root_ids, flag="--junit")
+    bands_from = Path(baseline[len(HISTORY_PREFIX):]) if baseline and baseline.startswith(HISTORY_PREFIX) \
+        else history
+    return {"settings": settings, "junit": junit, "bands_from": bands_from, "baseline": baseline}
+
+
+def _write_gate_files(result, junit: Path | None, key_rows: list) -> None:
+    """``--junit`` beside the report: exit 2 naming the file when it cannot be written."""
+    if junit is None:
+        return
+    from ingestaudit.io import describe, write_atomic
+    from ingestaudit.report.gate_result import junit_xml
+
+    try:
+        write_atomic(junit, junit_xml(result, key_rows))
+    except OSError as exc:
+        _fail(f"--junit {junit}: cannot write ({describe(exc)})")
+
+
 def _read_baseline(spec: str, flag: str, first_night: bool = False):
     """`ingestaudit.report.baseline.read_baseline`, a history's error prefixed with ``flag``."""
     from ingestaudit.report.baseline import read_baseline
@@ -401,12 +438,15 @@ def _read_baseline(spec: str, flag: str, first_night: bool = False):
 
 
 def _finish_run(report, found, out: Path, out_warning: str, base_report, base_label: str, budgets: dict,
-                history: Path | None, label: str, verbose: bool, strict: bool, console, state: dict) -> int:
+                history: Path | None, label: str, verbose: bool, strict: bool, console, state: dict,
+                gate_opts: dict) -> int:
     """Everything after the audit: item hashes, the output folder (report.json, report.md, report.html,
     measurements.parquet, timings.json, written together by `ingestaudit.io.write_report`), the history, the
-    terminal view and the gate. Returns the exit code; a file that cannot be written is exit 2 with its path."""
+    terminal view and the gate (its result in report.json, gate.json and ``--junit``). Returns the exit code; a file
+    that cannot be written is exit 2 with its path."""
     from ingestaudit.io import OutputError, write_report
-    from ingestaudit.report.compare import compare_reports, render_comparison
+    from ingestaudit.report.compare import render_comparison
+    from ingestaudit.report.gate_result import band_lines, evaluate_gate, first_run_result, key_rows
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.provenance import check_out_folder, item_hashes
     from ingestaudit.report.render import render_terminal, terminal_width
@@ -416,6 +456,13 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     if out_warning:
         console.print("warning: " + terminal_text(out_warning), style="yellow", highlight=False, markup=False)
     history_error, recorded = "", False
+    comparison = None
+    if base_report is not None:  # gated before the report is written: its result goes into report.json
+        comparison, report.gate = evaluate_gate(base_report, report, budgets=budgets,
+                                                settings=gate_opts["settings"], base_label=base_label,
+                                                head_label="this run", bands_from=gate_opts["bands_from"])
+    elif gate_opts["baseline"] is not None:  # history:DB with no run yet
+        report.gate = first_run_result(gate_opts["baseline"], "this run")
 
     def record() -> object:  # the history, once report.json and report.md are staged; its trends go into the HTML
         nonlocal history_error, recorded
@@ -425,7 +472,8 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
         from ingestaudit.report.tables import headline_keys
 
         try:
-            run_id = append_run(history, report, label=label)
+            run_id = append_run(history, report, label=label,
+                                verdict=report.gate.verdict if report.gate is not None else None)
             recorded = True
             keys = list(headline_keys(report.summary).values())
             found_trend = trends(history, metrics=keys)
@@ -445,13 +493,12 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     written += [n for n in committed if n not in written]
     render_terminal(report, _stdout(), verbose=verbose, out_dir=out, written=written)
     code = EXIT_OK
-    comparison = None
-    if base_report is not None:
-        comparison = compare_reports(base_report, report, budgets=budgets, base_label=base_label,
-                                     head_label="this run")
+    if report.gate is not None:
+        _write_gate_files(report.gate, gate_opts["junit"], key_rows(report.gate, report))
     if comparison is not None:
-        _print_view(render_comparison(comparison, width=terminal_width(), verbose=verbose))
-        if comparison.failed:
+        _print_view("\n".join([render_comparison(comparison, width=terminal_width(), verbose=verbose),
+                               *band_lines(report.gate)]))
+        if report.gate.verdict == "fail":
             code = EXIT_GATE
     if code == EXIT_OK and strict and report.failures:
         code = EXIT_FAILURES
@@ -518,19 +565,24 @@ def compare(
                                                                     "against the head's NEW; repeatable.")] = None,
     budget: Annotated[Optional[list[str]], typer.Option("--budget", envvar="INGESTAUDIT_BUDGET",
                                                         help="METRIC=X: budget for METRIC, absolute (0.02) or "
-                                                             "relative (5%); repeatable; overrides [gate].")] = None,
+                                                             "relative (5%); repeatable; overrides \\[gate].")] = None,
     config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
-                                                   help="Read [gate] budgets from this file (default: the head "
-                                                        "report's config).")] = None,
+                                                   help="Read \\[gate] budgets and settings from this file "
+                                                        "(default: the head report's config).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for other tools).")] = False,
+    junit: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_JUNIT",
+                                                  help="Write the gate's result as JUnit XML here.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every compared row.")] = False,
 ) -> None:
     """Gate HEAD against BASE: exit 1 when a metric worsened beyond its budget and beyond noise (one-sided paired
     test, Holm correction), an item that was ok now fails, or a row of BASE is missing in HEAD; exit 2 on bad input
-    or when no pipeline is in common."""
+    or when no pipeline is in common. The result is written as gate.json beside HEAD and as the "gate" object of
+    HEAD's report.json; with BASE history:DB, key metrics are checked against their control bands."""
     import json as _json
 
-    from ingestaudit.report.compare import compare_reports, render_comparison, resolve_budgets
+    from ingestaudit.report.compare import gate_settings, render_comparison, resolve_budgets
+    from ingestaudit.report.gate_result import band_lines, evaluate_gate, key_rows
+    from ingestaudit.report.history import HISTORY_PREFIX
     from ingestaudit.report.integrity import read_checked_report
     from ingestaudit.report.render import terminal_width
 
@@ -544,14 +596,47 @@ def compare(
         gate, source = load_config(config, trusted=True).gate, f"{config} [gate]"
     metrics = sorted({r.metric for r in base_report.summary} | {r.metric for r in head_report.summary})
     budgets = resolve_budgets(gate, list(budget or []), config_source=source, report_metrics=metrics)
-    comparison = compare_reports(base_report, head_report, budgets=budgets, maps=list(map_ or []),
-                                 base_label=base_label, head_label=str(head))
+    settings = gate_settings(gate, source)
+    if junit is not None:
+        from ingestaudit.io import check_output_file
+
+        check_output_file(junit, corpus_root=None, root_ids=None, flag="--junit",
+                          never=[head, *([Path(base)] if not base.startswith(HISTORY_PREFIX) else [])])
+    bands_from = Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else None
+    comparison, result = evaluate_gate(base_report, head_report, budgets=budgets, settings=settings,
+                                       maps=list(map_ or []), base_label=base_label, head_label=str(head),
+                                       bands_from=bands_from)
+    _record_gate(head, result)
+    _write_gate_files(result, junit, key_rows(result, head_report))
     if json_:
-        text = _json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False, allow_nan=False)
+        data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
+        data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
+        text = _json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
         typer.echo(_json_c1_escaped(text))  # JSON escapes C0 itself; C1 and DEL too, for a terminal reading it
     else:
-        _print_view(render_comparison(comparison, width=terminal_width(), verbose=verbose))
-    raise typer.Exit(EXIT_GATE if comparison.failed else EXIT_OK)
+        _print_view("\n".join([render_comparison(comparison, width=terminal_width(), verbose=verbose),
+                               *band_lines(result)]))
+    raise typer.Exit(EXIT_GATE if result.verdict == "fail" else EXIT_OK)
+
+
+def _record_gate(head: Path, result) -> None:
+    """``compare``'s result beside HEAD: gate.json, and the ``gate`` object of HEAD's report.json (its other keys
+    and their order unchanged). A folder that cannot be written is a warning (the verdict still decides the exit
+    code): compare also reads reports it may not change."""
+    import json as _json
+
+    from ingestaudit.io import describe, write_atomic
+    from ingestaudit.report.escape import terminal_text
+    from ingestaudit.report.gate_result import GATE_FILE
+
+    try:
+        raw = _json.loads(head.read_text(encoding="utf-8"))
+        raw["gate"] = result.model_dump(mode="json")
+        write_atomic(head.parent / GATE_FILE, result.to_json())
+        write_atomic(head, _json.dumps(raw, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    except OSError as exc:
+        _stderr().print(terminal_text(f"warning: the gate's result was not written beside {head} ({describe(exc)})"),
+                        style="yellow", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("history")

@@ -29,6 +29,9 @@ Example::
     [gate]                                  # regression budgets per metric (default: each metric's declaration)
     "extraction.cer" = 0.02                 # absolute: worse by more than 0.02
     "tables.teds" = "5%"                    # relative: worse by more than 5 % of the baseline value
+    min_items = 10                          # items a row needs to fail on its budget alone (below: a warning)
+    band_window = 20                        # accepted runs of the history behind a control band (>= 5 needed)
+    bands = "warn"                          # a key value outside its control band: "warn" or "fail"
 
     [limits]                                # input size limits per item (see `Limits`; defaults shown)
     doc_bytes = 1073741824                  # a document file over it is never read nor hashed: its rows are skipped
@@ -166,7 +169,9 @@ class Config(_Strict):
                                                        "options of a stage's auditor (below)")
     report: ReportConfig = Field(default=ReportConfig(), description="[report]: aggregation settings")
     gate: dict[str, float | str] = Field(default={}, description="[gate]: metric -> regression budget, absolute "
-                                         "(0.01) or relative (\"5%\"); default: each metric's declaration")
+                                         "(0.01) or relative (\"5%\"); default: each metric's declaration; and "
+                                         "the settings min_items, band_window, bands (keys without a dot: "
+                                         "ingestaudit.report.compare.GateSettings)")
     limits: Limits = Field(default=Limits(), description="[limits]: input size limits")
 
 

@@ -6,7 +6,8 @@ both call, so that they accept and refuse the same things (issue 30: a misspelt 
 
 - ``[run] stages`` and every ``[auditor_options.<stage>]`` table: the stage exists and its auditor takes the options
   (`ingestaudit.runner.select_stages`); ``[auditor_options.tables] max_tables`` is ``[limits] tables``' to set;
-- every ``[gate]`` metric is known and its budget well formed (`ingestaudit.report.compare.resolve_budgets`);
+- every ``[gate]`` metric is known and its budget well formed (`ingestaudit.report.compare.resolve_budgets`), and
+  every ``[gate]`` setting known and in range (`ingestaudit.report.compare.gate_settings`);
 - every pipeline's cleaner, chunker, embedder, index and retriever: the implementation exists (the message names the
   pipeline, the step and the valid names) and takes the options given; the embedder's class is found, its model is
   not loaded (`ingestaudit.runner` loads it once before the first document when a chain stage runs).
@@ -92,12 +93,15 @@ def _stage_problems(cfg: Config, source: str) -> list[str]:
 
 
 def _gate_problems(cfg: Config, source: str) -> list[str]:
-    from ingestaudit.report.compare import GateError, resolve_budgets
+    from ingestaudit.report.compare import GateError, gate_settings, resolve_budgets
 
     problems = []
     for metric, value in cfg.gate.items():  # one at a time, so that every bad entry is named
         try:
-            resolve_budgets({metric: value}, [], config_source=f"{source} [gate]")
+            if "." in metric:
+                resolve_budgets({metric: value}, [], config_source=f"{source} [gate]")
+            else:  # a setting (min_items, band_window, bands)
+                gate_settings({metric: value}, f"{source} [gate]")
         except GateError as exc:
             problems.append(str(exc))
     return problems

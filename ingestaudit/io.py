@@ -370,7 +370,8 @@ def run_folder(out: Path) -> Iterator[Path]:
 def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = None) -> list[str]:
     """Write a run's report into ``out``, all files or none: ``measurements.parquet`` (the run's store copied, or
     written from a report's inline rows, which then become a `StoreRef` naming it), ``report.json`` (which names the
-    store with its SHA-256), ``report.md``, ``report.html`` and, when the report has timings, ``timings.json``;
+    store with its SHA-256), ``report.md``, ``report.html``, when the report has timings ``timings.json`` and,
+    when it was gated, ``gate.json`` (its ``gate``);
     staged and committed by `StagedOutput` (``report.json`` last). Afterwards ``report.store_path`` is
     ``out/measurements.parquet``.
 
@@ -435,4 +436,8 @@ def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | No
     stage.write_text("report.html", render_html(report, history=history))
     if report.timings:
         stage.write_text("timings.json", json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
+    if getattr(report, "gate", None) is not None:  # a gated run: its result beside the report (issue 26)
+        from ingestaudit.report.gate_result import GATE_FILE
+
+        stage.write_text(GATE_FILE, report.gate.to_json())
     return stage.commit(last="report.json")

@@ -128,13 +128,11 @@ def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] 
                ) -> dict[str, dict[str, Any]]:
     """Give the run's seed to every auditor of ``stages`` (default: every stage) that takes a ``seed`` option and
     was not given one explicitly. Only those auditors' modules are imported."""
-    import inspect
-
-    from ingestaudit.auditors.registry import auditor_class
+    from ingestaudit.auditors.registry import takes_run_seed
 
     out = {k: dict(v) for k, v in options.items()}
     for stage in (s for s in stage_names() if not stages or s in stages):
-        if "seed" in inspect.signature(auditor_class(stage)).parameters:
+        if takes_run_seed(stage):
             out.setdefault(stage, {}).setdefault("seed", seed)
     return out
 

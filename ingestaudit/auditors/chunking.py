@@ -43,7 +43,8 @@ METRICS = (
                "earlier chunk)", True, low=-2.0, high=2.0, unit="cosine"),
     MetricSpec("chunking.coherence_gain", "coherence minus the mean coherence of coherence_draws seeded random splits "
                "(numpy default_rng(seed)) of the same sentences into as many contiguous chunks as the chunker's "
-               "chunks that own a sentence; > 0: the chunker beats chance", True, low=-4.0, high=4.0, unit="cosine"),
+               "chunks that own a sentence; > 0: the chunker beats chance", True, low=-4.0, high=4.0, unit="cosine",
+               seeded=True),
     MetricSpec("chunking.boundary_splits", "chunk boundaries strictly inside a unit of the label's kind / chunk "
                "boundaries (issue 9; a boundary is a located chunk's start or end, where two chunks meet one "
                "boundary, a white-space gap between chunks closed first). Kinds from the chunker's input: sentence "

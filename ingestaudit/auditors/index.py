@@ -125,8 +125,9 @@ def _recall_spec(k: int) -> MetricSpec:
         "and a chunk never counts as its own neighbour (its own id is removed; its exact duplicates stay); label "
         "'filtered': questions with a metadata filter and sampled chunk queries under a seeded sample of metadata "
         "filters (n_sample_filters), filtered ANN (FAISS IDSelector inside the search) against filtered exact "
-        "search, each filter's selectivity in the details; questions a user's ann_results.jsonl does not answer are no_prediction, left out "
-        "and counted; corpus level, bootstrap over queries", True, ci="bootstrap", unit="results")
+        "search, each filter's selectivity in the details; questions a user's ann_results.jsonl does not answer "
+        "are no_prediction, left out and counted; corpus level, bootstrap over queries", True, ci="bootstrap",
+        unit="results", seeded=True)
 
 
 def _tie_spec(k: int) -> MetricSpec:
@@ -137,7 +138,8 @@ def _tie_spec(k: int) -> MetricSpec:
         "s_k, divided by min(k, n) per query (ann-benchmarks' knn threshold recall, Aumüller et al. 2020, whose "
         "threshold is additive, d_k + 1e-3): "
         "tie-equivalent ids and exact duplicates are not misses; >= index.recall@k; same queries and self-exclusion "
-        "as index.recall@k (a chunk never counts as its own neighbour)", True, ci="bootstrap", unit="results")
+        "as index.recall@k (a chunk never counts as its own neighbour)", True, ci="bootstrap", unit="results",
+        seeded=True)
 
 
 def _one_spec(r: int) -> MetricSpec:
@@ -147,7 +149,7 @@ def _one_spec(r: int) -> MetricSpec:
         f"neighbour (exact search's first id) is among the "
         f"first {r} ANN results / queries; an equally close different id is a miss here (see recall_tie_aware); a "
         "chunk never counts as its own neighbour; corpus level, Wilson over queries", True, ci="wilson",
-        unit="queries")
+        unit="queries", seeded=True)
 
 
 VECTOR_METRICS = (
@@ -161,7 +163,7 @@ VECTOR_METRICS = (
                "best inner-product match and "
                "parts of an HNSW graph built on inner product become unreachable whatever efSearch (milvus #51821); "
                "inner-product metrics (cosine, ip) only, 'skipped' for l2; Wilson over sampled vectors",
-               False, ci="wilson", unit="vectors"),
+               False, ci="wilson", unit="vectors", seeded=True),
 )
 
 

@@ -44,6 +44,17 @@ def auditor_class(stage: str) -> type[Auditor]:
     return getattr(import_module(module), cls_name)
 
 
+def takes_run_seed(stage: str) -> bool:
+    """Whether ``stage``'s auditor takes a ``seed`` option, which the runner fills with the run's seed (False for an
+    unknown stage)."""
+    import inspect
+
+    try:
+        return "seed" in inspect.signature(auditor_class(stage)).parameters
+    except UnknownStage:
+        return False
+
+
 def load_auditor(stage: str, options: dict[str, Any] | None = None) -> Auditor:
     """Instantiate the auditor of ``stage`` with keyword ``options`` (from ``[auditor_options.STAGE]``).
 

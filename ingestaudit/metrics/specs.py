@@ -28,6 +28,9 @@ class MetricSpec:
             a significant change counts as a regression, absolute (``0.01``) or relative to the baseline value
             (``"5%"``). None means `default_budget`. Overridden by ``[gate]`` in ``ingestaudit.toml`` and by
             ``--budget METRIC=X``.
+        seeded: the value depends on the run's seed (a seeded random baseline, a seeded sample of queries or an
+            index built with a seeded generator). A seed change makes only such rows ``not comparable`` in the
+            gate; a metric whose seed only draws its bootstrap interval is not seeded (the gate compares values).
     """
 
     name: str
@@ -39,6 +42,7 @@ class MetricSpec:
     unit: str = ""
     ideal: float | None = None
     budget: float | str | None = None
+    seeded: bool = False
 
     @property
     def default_budget(self) -> float | str:

@@ -26,12 +26,20 @@ Verdict per row:
   reach alpha / K (``0.5 ** pairs > alpha / K``, `ingestaudit.report.stats.underpowered`): the budget alone
   decides, and the row says so;
 * ``regression`` marked **budget only**: a corpus-level value (one number per class, no items to pair);
+* ``budget_warning``: a row the budget alone would fail (underpowered, or budget only) with fewer than
+  ``[gate] min_items`` items (default `MIN_ITEMS`): one document's change is a warning, never a failure;
 * ``within noise``: worsening > budget but not significant (the three that moved most are named, with their
   items); ``within budget``; ``improved``; ``unchanged``.
 
 **Budget**: the largest worsening tolerated, absolute (``0.01``) or relative to the baseline value on the paired
 items (``"5%"``): each metric's declared default (`MetricSpec.default_budget`, listed in docs/metrics.md),
-overridden by ``[gate]`` in the config, overridden by ``--budget METRIC=X``.
+overridden by ``[gate]`` in the config, overridden by ``--budget METRIC=X``. The ``[gate]`` keys without a dot
+are settings, not budgets (`GateSettings`: ``min_items``, ``band_window``, ``bands``).
+
+**Seeds.** Each metric declares whether its value depends on the run's seed (`MetricSpec.seeded`). Two rows whose
+definition fingerprints differ only by the seed an auditor was given (recomputed from each report's config, they
+are the stored ones, and agree once the seed is taken out) are compared, unless the metric is seeded: those rows
+alone are not comparable.
 
 Besides rows: an item that was ``ok`` in the baseline and is ``error`` or ``no_prediction`` in the head is a
 **hard regression** (as is a whole stage that newly failed); a row the baseline has and the head lacks (a metric,
@@ -47,10 +55,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.errors import IngestAuditError
+from ingestaudit.report.changes import config_changes, corpus_change
 from ingestaudit.report.rows import row_count
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
 from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
@@ -66,6 +77,44 @@ NOISE_SHOWN = 3  # rows within noise named (those that moved most beyond their b
 class GateError(IngestAuditError):
     """A usage problem of the gate (bad ``--budget`` or ``--map``, no pipeline in common): exit 2, message names
     the flag or file."""
+
+
+# --- settings --------------------------------------------------------------------------------------------------------
+
+MIN_ITEMS = 10
+"""Items a row needs before its budget alone (no significant test) fails the gate; below it is a warning."""
+
+
+class GateSettings(BaseModel):
+    """The ``[gate]`` keys that are settings, not metric budgets (a metric name always holds a dot)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_items: int = Field(default=MIN_ITEMS, ge=1, description="items a row needs for its budget alone (no "
+                           "significant test) to fail the gate; below: a budget warning")
+    band_window: int = Field(default=20, ge=5, description="accepted runs of the history a control band is drawn "
+                             "from (the last N; at least 5 needed)")
+    bands: Literal["warn", "fail"] = Field(default="warn", description="a head value outside its control band: a "
+                                           "warning, or a gate failure")
+
+
+def gate_settings(config_gate: Mapping[str, Any] | None, source: str = "[gate]") -> GateSettings:
+    """The settings among ``config_gate``'s keys (`GateSettings`; the keys without a dot).
+
+    Raises:
+        GateError: an unknown setting or a bad value, naming ``source`` and the key.
+    """
+    from ingestaudit.report.schema import validation_message
+
+    raw = {k: v for k, v in (config_gate or {}).items() if "." not in k}
+    unknown = sorted(set(raw) - set(GateSettings.model_fields))
+    if unknown:
+        raise GateError(f"{source} {unknown[0]}: unknown setting; a budget is named by its metric (stage.metric), "
+                        f"the settings are {', '.join(GateSettings.model_fields)}")
+    try:
+        return GateSettings.model_validate(raw)
+    except ValidationError as exc:
+        raise GateError(f"{source}: {validation_message(exc)}") from None
 
 
 # --- budgets ---------------------------------------------------------------------------------------------------------
@@ -131,6 +180,8 @@ def resolve_budgets(config_gate: Mapping[str, Any] | None, flags: Sequence[str],
     """
     out: dict[str, Budget] = {}
     for metric, value in (config_gate or {}).items():
+        if "." not in metric:
+            continue  # a setting (`gate_settings`)
         where = f"{config_source} {metric}"
         if not known_metric(metric, report_metrics):
             raise GateError(f"{where}: unknown metric {metric!r} (see docs/metrics.md)")
@@ -257,6 +308,9 @@ class Comparison:
     pipelines: dict[str, Any]
     items: dict[str, list[str]]
     missing: list[MissingRows] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # `ingestaudit.report.changes.config_changes`
+    corpus: dict[str, Any] = field(default_factory=dict)  # fingerprints and item counts (`corpus_change`)
+    min_items: int = MIN_ITEMS
     alpha: float = ALPHA
     family: int = 0  # K, the size bound of Tarone's family
     same_corpus: bool = True
@@ -273,6 +327,13 @@ class Comparison:
     def within_noise(self) -> list[RowResult]:
         """Rows that worsened beyond their budget without being significant, furthest beyond first."""
         rows = [r for r in self.rows if r.status == "within_noise"]
+        return sorted(rows, key=lambda r: (-r.severity, r.doc_class == ALL_CLASSES, r.pipeline, r.doc_class,
+                                           r.metric, r.label))
+
+    @property
+    def budget_warnings(self) -> list[RowResult]:
+        """Rows the budget alone would fail but that have fewer than `min_items` items, furthest beyond first."""
+        rows = [r for r in self.rows if r.status == "budget_warning"]
         return sorted(rows, key=lambda r: (-r.severity, r.doc_class == ALL_CLASSES, r.pipeline, r.doc_class,
                                            r.metric, r.label))
 
@@ -299,10 +360,12 @@ class Comparison:
                                                                    "missing_rows": sum(m.rows for m in self.missing)},
                 "hard_regressions": [asdict(h) for h in self.hard], "regressions": [row(r) for r in regs],
                 "missing_in_head": [asdict(m) for m in self.missing],
-                "rows": [row(r) for r in rest], "pipelines": self.pipelines, "items": self.items}
+                "rows": [row(r) for r in rest], "pipelines": self.pipelines, "items": self.items,
+                "config_changes": self.changes, "corpus": self.corpus, "min_items": self.min_items}
 
 
-STATUSES = ("regression", "within_noise", "within_budget", "improved", "unchanged", "not_comparable", "no_pairs")
+STATUSES = ("regression", "budget_warning", "within_noise", "within_budget", "improved", "unchanged", "not_comparable",
+            "no_pairs")
 
 
 # --- pairing ---------------------------------------------------------------------------------------------------------
@@ -414,16 +477,58 @@ def _short(v: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def is_seeded(metric: str) -> bool:
+    """`MetricSpec.seeded` of ``metric`` (a cutoff ``@K`` takes its family's declaration; unknown: False)."""
+    try:
+        return specs.get(metric).seeded
+    except KeyError:
+        family = metric.split("@", 1)[0] + "@"
+        return "@" in metric and any(s.seeded for s in specs.all_specs() if s.name.startswith(family))
+
+
+def _drop_seed(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _drop_seed(v) if isinstance(v, dict) else v for k, v in options.items() if k != "seed"}
+
+
+def _without_seed(stage: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the seed taken out of ``stage``'s auditor options (and their nested tables, e.g. a
+    bootstrap's), when that auditor is given the run's seed (`ingestaudit.auditors.registry.takes_run_seed`)."""
+    from ingestaudit.auditors.registry import takes_run_seed
+
+    auditors = config.get("auditors")
+    if not isinstance(auditors, dict) or not isinstance(auditors.get(stage), dict) or not takes_run_seed(stage):
+        return dict(config)
+    return {**config, "auditors": {**auditors, stage: _drop_seed(auditors[stage])}}
+
+
+def seed_only_change(b: SummaryRow, h: SummaryRow, base: Report, head: Report) -> bool:
+    """Whether two rows' definition fingerprints differ by the run's seed alone: recomputed from each report's
+    config they are the ones the rows carry (so the configs explain them), and they agree without the seed."""
+    from ingestaudit.report.schema import definition_fingerprint
+
+    if definition_fingerprint(b.metric, b.stage, base.config) != b.definition or \
+            definition_fingerprint(h.metric, h.stage, head.config) != h.definition:
+        return False
+    return definition_fingerprint(b.metric, b.stage, _without_seed(b.stage, base.config)) == \
+        definition_fingerprint(h.metric, h.stage, _without_seed(h.stage, head.config))
+
+
+def _seed(r: Report) -> Any:
+    run = r.config.get("run") if isinstance(r.config.get("run"), dict) else {}
+    return run.get("seed")
+
+
 # --- the gate --------------------------------------------------------------------------------------------------------
 
 def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget] | None = None,
                     maps: Sequence[str] = (), alpha: float = ALPHA, base_label: str = "baseline",
-                    head_label: str = "head") -> Comparison:
+                    head_label: str = "head", min_items: int = MIN_ITEMS) -> Comparison:
     """Gate ``head`` against ``base`` (see the module docstring).
 
     Args:
         budgets: per-metric budgets (`resolve_budgets`); metrics left out take their declared default.
         maps: ``--map OLD=NEW`` flags.
+        min_items: items a row needs for its budget alone to fail the gate (`GateSettings.min_items`).
 
     Raises:
         GateError: bad ``maps``, no pipeline in common, or a baseline with nothing measured for them (an empty
@@ -445,6 +550,7 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
     rows: list[RowResult] = []
     pending: list[tuple[RowResult, Pairs]] = []
     seen_sets: set[tuple[str, str, str, frozenset[str]]] = set()
+    seed_only: dict[tuple[str, str], bool] = {}
     b_by_pipeline = {pb: ph for pb, ph in pairs_of_pipelines}
     ordered = sorted((r for r in base.summary if r.pipeline in b_by_pipeline),
                      key=lambda r: (r.doc_class == ALL_CLASSES, r.pipeline, r.doc_class, r.metric, r.label))
@@ -466,11 +572,19 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
                 continue  # the same items as one class's row: the same row, gated once
             seen_sets.add(key)
         if b.definition != h.definition:
-            res.status, res.reason = "not_comparable", _options_change(b.stage, base, head)
-            rows.append(res)
-            continue
+            key_seed = (b.metric, b.stage)
+            if key_seed not in seed_only:
+                seed_only[key_seed] = seed_only_change(b, h, base, head)
+            if not seed_only[key_seed] or is_seeded(b.metric):
+                res.status = "not_comparable"
+                res.reason = (f"seed-dependent metrics, seed changed ({_short(_seed(base))} -> {_short(_seed(head))})"
+                              if seed_only[key_seed] else _options_change(b.stage, base, head))
+                rows.append(res)
+                continue
         if pairs is None:
             _budget_only(res, budget)
+            if res.status == "regression" and min(b.n_docs, h.n_docs) < min_items:
+                res.status = "budget_warning"
             rows.append(res)
             continue
         res.n_pairs, res.moved = pairs.n, pairs.moved
@@ -504,8 +618,10 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
         res.p_holm = p_holm
         res.underpowered = underpowered(pairs.n, k, alpha)
         worse, allowed = res.worse or 0.0, res.allowed or 0.0
-        if worse > allowed and (res.underpowered or (p_holm is not None and p_holm < alpha)):
+        if worse > allowed and p_holm is not None and p_holm < alpha:
             res.status = "regression"
+        elif worse > allowed and res.underpowered:
+            res.status = "regression" if pairs.n >= min_items else "budget_warning"
         elif worse > allowed:
             res.status = "within_noise"
         elif pairs.moved == 0 and worse == 0:
@@ -520,17 +636,19 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
     mapped_b = {pb for pb, _ in pairs_of_pipelines}
     mapped_h = {ph for _, ph in pairs_of_pipelines}
     missing = _missing_rows(base, head, b_by_pipeline)
+    items = {"added": sorted(h_items.keys() - b_items.keys()), "removed": sorted(b_items.keys() - h_items.keys()),
+             "changed": changed, "no_longer_measured": _no_longer_measured(base, head, pairs_of_pipelines,
+                                                                           b_index, h_index)}
     return Comparison(
         base_label=base_label, head_label=head_label, rows=rows,
         hard=_hard_regressions(base, head, pairs_of_pipelines, b_index, h_index),
         pipelines={"paired": [list(p) for p in pairs_of_pipelines],
                    "only_base": [p for p in _names(base) if p not in mapped_b],
                    "only_head": [p for p in _names(head) if p not in mapped_h]},
-        items={"added": sorted(h_items.keys() - b_items.keys()), "removed": sorted(b_items.keys() - h_items.keys()),
-               "changed": changed, "no_longer_measured": _no_longer_measured(base, head, pairs_of_pipelines,
-                                                                             b_index, h_index)},
+        items=items,
         missing=missing, alpha=alpha, family=k, same_corpus=base.corpus.fingerprint == head.corpus.fingerprint,
-        confidence=confidence)
+        confidence=confidence, changes=config_changes(base, head, pairs_of_pipelines), min_items=min_items,
+        corpus=corpus_change(base, head, items))
 
 
 def _missing_rows(base: Report, head: Report, b_by_pipeline: Mapping[str, str]) -> list[MissingRows]:
@@ -651,15 +769,13 @@ def _list(names: Sequence[str], limit: int = 3) -> str:
     return shown + (f", … (+{len(names) - limit})" if len(names) > limit else "")
 
 
-def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) -> str:
-    """The gate's verdict for a person: a verdict line, hard regressions, rows missing in the head, regressions by
-    severity (base -> head on the paired items, the difference and its interval, the budget, the test, the three
-    items that moved most), then one line each for rows not comparable and items added/removed/changed, the count
-    of rows within noise and the three that moved most beyond their budget. Lines wrap at ``width``, never cut.
-    Two identical reports give the verdict line alone. ``verbose`` lists every gated row."""
+def verdict_line(c: Comparison) -> str:
+    """The verdict in one sentence: held or FAILED, the hard regressions, rows missing in the head, regressions
+    (significant ones apart from those on the budget alone), and the underpowered rows only warned."""
     regs = c.regressions
     n_rows = len(c.rows)
-    under = sum(1 for r in regs if r.underpowered)
+    alone = sum(1 for r in regs if r.underpowered or r.budget_only)
+    warned = c.budget_warnings
     n_missing = sum(m.rows for m in c.missing)
     if c.failed:
         parts = []
@@ -669,16 +785,32 @@ def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) ->
             parts.append(f"{n_missing} item row{'s' * (n_missing != 1)} missing in the head")
         if regs:
             parts.append(f"{len(regs)} regression{'s' * (len(regs) != 1)}"
-                         + (f" ({under} underpowered)" if under else ""))
+                         + (f" ({len(regs) - alone} significant, {alone} on the budget alone)" if alone else ""))
         verdict = f"gate FAILED: {', '.join(parts)} ({n_rows} summary rows compared)"
     else:
         verdict = f"gate held: no regression in {n_rows} compared rows"
-    lines = _wrap(verdict, width, "", "  ")
-    if not c.same_corpus:
-        lines += _wrap("note: the reports audited different corpora (fingerprints differ); items pair by id and "
-                       "content hash", width, "", "  ")
+    if warned:
+        verdict += (f"; {len(warned)} underpowered row{'s' * (len(warned) != 1)} with fewer than {c.min_items} "
+                    f"items worsened beyond the budget: warning{'s' * (len(warned) != 1)} only")
+    return verdict
+
+
+def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) -> str:
+    """The gate's verdict for a person: a verdict line, hard regressions, rows missing in the head, regressions by
+    severity (base -> head on the paired items, the difference and its interval, the budget, the test, the three
+    items that moved most), then one line each for rows not comparable and items added/removed/changed, the count
+    of rows within noise and the three that moved most beyond their budget. Lines wrap at ``width``, never cut.
+    Two identical reports give the verdict line alone. ``verbose`` lists every gated row."""
+    from ingestaudit.report.changes import change_lines
+
+    regs = c.regressions
+    warned = c.budget_warnings
+    n_missing = sum(m.rows for m in c.missing)
+    lines = _wrap(verdict_line(c), width, "", "  ")
     if c.pipelines.get("paired") and any(a != b for a, b in c.pipelines["paired"]):
         lines += _wrap("pipelines: " + ", ".join(f"{a} -> {b}" for a, b in c.pipelines["paired"]), width, "", "  ")
+    for line in change_lines(c.changes, c.corpus):
+        lines += _wrap(line, width, "", "  ")
     if c.hard:
         lines.append(f"hard regressions ({len(c.hard)}): items that were ok and now fail")
         for h in c.hard[:MAX_LISTED]:
@@ -708,6 +840,14 @@ def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) ->
             lines += _row_lines(f"{i}. ", r, c, width)
         if len(regs) > len(shown):
             lines.append(f"  … and {len(regs) - len(shown)} more regressions (--verbose or --json lists all)")
+    if warned:
+        lines += _wrap(f"budget warnings (beyond the budget, fewer than {c.min_items} items: [gate] min_items), most "
+                       "severe first:", width, "", "  ")
+        shown = warned if verbose else warned[:NOISE_SHOWN]
+        for r in shown:
+            lines += _row_lines("- ", r, c, width)
+        if len(warned) > len(shown):
+            lines.append(f"  … and {len(warned) - len(shown)} more warnings (--verbose or --json lists all)")
     nc = [r for r in c.rows if r.status == "not_comparable"]
     if nc:
         reasons = sorted({r.reason for r in nc})

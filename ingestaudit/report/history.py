@@ -5,7 +5,9 @@ Tables (schema `SCHEMA`, recorded in ``ingestaudit_meta``):
 
 * ``runs``: ``run_id``, ``time`` (UTC, ISO 8601), ``label`` (e.g. a commit), ``corpus_fingerprint``,
   ``corpus_path``, ``tool_version``, ``pipelines`` (JSON: every stage's implementation, version and settings),
-  ``accepted``, and ``report`` (the report's JSON without measurements and summary);
+  ``accepted``, ``report`` (the report's JSON without measurements and summary) and ``verdict`` (the gate's:
+  ``pass``, ``fail``, ``first_run``, or NULL for a run not gated; a history written before the column existed gets
+  it, NULL for its runs, the first time a run is appended to it, and reads as it is until then);
 * ``summary``: one row per run x pipeline x class x metric x label (n, micro, macro, headline value, interval,
   states as JSON, definition fingerprint);
 * ``measurements``: one row per run x item x pipeline x metric x label (what the gate pairs).
@@ -46,7 +48,7 @@ _DDL = (
     "CREATE TABLE ingestaudit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
     """CREATE TABLE runs (run_id INTEGER PRIMARY KEY, time VARCHAR NOT NULL, label VARCHAR NOT NULL,
        corpus_fingerprint VARCHAR, corpus_path VARCHAR, tool_version VARCHAR, pipelines VARCHAR,
-       accepted BOOLEAN NOT NULL, report VARCHAR NOT NULL)""",
+       accepted BOOLEAN NOT NULL, report VARCHAR NOT NULL, verdict VARCHAR)""",
     """CREATE TABLE summary (run_id INTEGER NOT NULL, pipeline VARCHAR, doc_class VARCHAR, stage VARCHAR,
        metric VARCHAR, label VARCHAR, level VARCHAR, n INTEGER, micro DOUBLE, macro DOUBLE, headline DOUBLE,
        ci_low DOUBLE, ci_high DOUBLE, ci_method VARCHAR, states VARCHAR, numerator DOUBLE, denominator DOUBLE,
@@ -87,6 +89,7 @@ class RunInfo:
     label: str
     corpus_fingerprint: str
     accepted: bool
+    verdict: str | None = None  # the gate's verdict (pass, fail, first_run); None: not gated
 
 
 def _narrow(where: list[str], args: list[Any], **equal: str | None) -> None:
@@ -223,29 +226,39 @@ def _headline(r: SummaryRow) -> float | None:
     return r.micro if r.micro is not None else r.macro
 
 
+def _has_verdict(con: Any) -> bool:
+    """Whether the ``runs`` table has the ``verdict`` column (a history written before it existed has not)."""
+    return bool(con.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'runs' AND "
+                            "column_name = 'verdict'").fetchone()[0])
+
+
 def append_run(path: Path, report: Report, *, label: str = "", time: str | None = None,
-               accepted: bool | None = None) -> int:
+               accepted: bool | None = None, verdict: str | None = None) -> int:
     """Record ``report`` as a new run; returns its ``run_id``.
 
     Args:
         label: the user's label (a commit, a date); ``""`` is allowed.
         time: ISO 8601 time (default: now, UTC, to the second).
         accepted: default: True for the first run of the file, else False (see the module docstring).
+        verdict: the gate's verdict of this run (``pass``, ``fail``, ``first_run``), None when it was not gated.
 
     Raises:
         HistoryError: see the class.
     """
     stamp = time or datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-    slim = report.model_dump(mode="json", exclude={"measurements", "summary"})
+    slim = report.model_dump(mode="json", exclude={"measurements", "summary", "gate"})
     with _connect(path, create=True) as con:
+        if not _has_verdict(con):  # an older history: the column is added, NULL for the runs it holds
+            con.execute("ALTER TABLE runs ADD COLUMN verdict VARCHAR")
         con.execute("BEGIN TRANSACTION")
         try:
             run_id, first = con.execute("SELECT COALESCE(MAX(run_id), 0) + 1, COUNT(*) = 0 FROM runs").fetchone()
-            con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO runs (run_id, time, label, corpus_fingerprint, corpus_path, tool_version, "
+                        "pipelines, accepted, report, verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, stamp, label, report.corpus.fingerprint, report.corpus.path, report.tool.version,
                          json.dumps([p.model_dump(mode="json") for p in report.pipelines], sort_keys=True),
                          bool(first) if accepted is None else accepted,
-                         json.dumps(slim, sort_keys=True, allow_nan=False)])
+                         json.dumps(slim, sort_keys=True, allow_nan=False), verdict])
             con.executemany("INSERT INTO summary VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [[run_id, r.pipeline, r.doc_class, r.stage, r.metric, r.label, r.level, r.n_docs,
                               r.micro, r.macro, _headline(r), r.ci_low, r.ci_high, r.ci_method,
@@ -311,9 +324,36 @@ def is_empty(path: Path) -> bool:
 def list_runs(path: Path) -> list[RunInfo]:
     """Every recorded run, oldest first."""
     with _connect(path, create=False, read_only=True) as con:
-        rows = con.execute("SELECT run_id, time, label, corpus_fingerprint, accepted FROM runs "
+        verdict = "verdict" if _has_verdict(con) else "NULL"
+        rows = con.execute(f"SELECT run_id, time, label, corpus_fingerprint, accepted, {verdict} FROM runs "
                            "ORDER BY run_id").fetchall()
-    return [RunInfo(int(r[0]), r[1], r[2], r[3] or "", bool(r[4])) for r in rows]
+    return [RunInfo(int(r[0]), r[1], r[2], r[3] or "", bool(r[4]), r[5]) for r in rows]
+
+
+def accepted_series(path: Path, window: int, metrics: Sequence[tuple[str, str]]
+                    ) -> dict[tuple[str, str, str, str], list[float]]:
+    """The headline values of the last ``window`` accepted runs, oldest first, per (pipeline, class, metric,
+    label) among ``metrics`` (``(metric, label)`` pairs); a run without a value for a key adds none to it. A path
+    that does not exist yet, or an empty history, gives ``{}``.
+
+    Raises:
+        HistoryError: see the class.
+    """
+    if not path.exists():
+        return {}
+    wanted = set(metrics)
+    try:
+        with _connect(path, create=False, read_only=True) as con:
+            rows = con.execute("SELECT s.pipeline, s.doc_class, s.metric, s.label, s.headline FROM summary s WHERE "
+                               "s.run_id IN (SELECT run_id FROM runs WHERE accepted ORDER BY run_id DESC LIMIT ?) "
+                               "AND s.headline IS NOT NULL ORDER BY s.run_id, s.rowid", [window]).fetchall()
+    except EmptyHistory:
+        return {}
+    out: dict[tuple[str, str, str, str], list[float]] = {}
+    for pipe, cls, metric, label, value in rows:
+        if (metric, label) in wanted:
+            out.setdefault((pipe, cls, metric, label), []).append(float(value))
+    return out
 
 
 def accept(path: Path, which: str) -> RunInfo:
@@ -326,7 +366,7 @@ def accept(path: Path, which: str) -> RunInfo:
     run = _find(runs, which, path)
     with _connect(path, create=False) as con:
         con.execute("UPDATE runs SET accepted = TRUE WHERE run_id = ?", [run.run_id])
-    return RunInfo(run.run_id, run.time, run.label, run.corpus_fingerprint, True)
+    return RunInfo(run.run_id, run.time, run.label, run.corpus_fingerprint, True, run.verdict)
 
 
 def _find(runs: Sequence[RunInfo], which: str, path: Path) -> RunInfo:
@@ -461,12 +501,16 @@ def sparkline(values: Sequence[float | None]) -> str:
     return "".join(out)
 
 
-def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100) -> str:
-    """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows),
-    a sparkline over every run shown, and the change from the first to the last value. When the series names
-    leave too little room, each name gets its own line above its values."""
+def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100, band_window: int = 20) -> str:
+    """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows, the
+    last accepted run always among them), a sparkline over every run shown, the change from the first to the last
+    value, and the series' control band (`ingestaudit.report.bands`, from its last ``band_window`` accepted runs'
+    values, when there are enough). A ``gate`` row gives each run's verdict. Run labels are never cut: when one is
+    longer than a column, the columns are headed ``#ID`` and a legend lists every run's full label. When the series
+    names leave too little room, each name gets its own line above its values."""
     import textwrap
 
+    from ingestaudit.report.bands import xmr_band
     from ingestaudit.report.tables import direction, g4
 
     if not runs:
@@ -481,22 +525,45 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     lead = 2 if stacked else name_w
     fit = max(1, (width - lead - tail) // col_w)
     shown = list(range(len(runs)))[-fit:]
-    heads = "".join(((runs[i].label or runs[i].time[:10])[: col_w - 2] + ("*" if runs[i].accepted else ""))
-                    .rjust(col_w) for i in shown)
+    accepted = [i for i, r in enumerate(runs) if r.accepted]
+    if accepted and accepted[-1] not in shown:  # the gate's baseline stays in view
+        shown = sorted([accepted[-1], *shown[len(shown) - fit + 1:]]) if fit > 1 else [accepted[-1]]
+    heads, legend = _run_heads(runs, shown, col_w, width)
     lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = accepted (the gate's history baseline); values: "
-                          "micro, else macro", width=width)
+                          "micro, else macro", width=width) + legend
     lines.append(("series" if not stacked else "").ljust(lead) + heads + "  " + "trend".ljust(len(runs))
                  + "  change")
+    if any(r.verdict for r in runs):
+        lines += ["gate verdicts:"] if stacked else []
+        lines.append(("gate" if not stacked else "").ljust(lead)
+                     + "".join((runs[i].verdict or "—").rjust(col_w) for i in shown))
     for t, name in zip(series, names):
         cells = "".join(g4(t.values[i]).rjust(col_w) for i in shown)
         present = [v for v in t.values if v is not None]
         change = g4(present[-1] - present[0], signed=True) if len(present) >= 2 else ""
         values = cells + "  " + sparkline(t.values).ljust(len(runs)) + "  " + change
         if stacked:
-            lines += [name if len(name) <= width else name[: width - 1] + "…", " " * lead + values]
+            lines += _wrap(name, width) + [" " * lead + values]
         else:
             lines.append(name.ljust(name_w) + values)
+        band = xmr_band([v for i, v in enumerate(t.values) if runs[i].accepted and v is not None][-band_window:])
+        if band is not None:
+            last = t.values[-1]
+            where = "" if last is None else " (last run outside)" if band.outside(last) else " (last run inside)"
+            lines.append(" " * min(lead, 4) + f"band [{g4(band.low)}, {g4(band.high)}] center {g4(band.center)} "
+                         f"(X-mR, {band.runs} accepted runs){where}")
     return "\n".join(lines)
+
+
+def _run_heads(runs: Sequence[RunInfo], shown: Sequence[int], col_w: int, width: int) -> tuple[str, list[str]]:
+    """The column heads of the runs ``shown`` (their labels, ``*`` marking an accepted run) and, when a label is
+    longer than a column, heads ``#ID`` instead and a legend of the full labels wrapped at ``width`` (never cut)."""
+    labels = {i: runs[i].label or runs[i].time[:10] for i in shown}
+    by_id = any(len(labels[i]) > col_w - 2 for i in shown)
+    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i]) + ("*" if runs[i].accepted else "")).rjust(col_w)
+                    for i in shown)
+    legend = _wrap("runs: " + "; ".join(f"#{runs[i].run_id} {labels[i]}" for i in shown), width) if by_id else []
+    return heads, legend
 
 
 @dataclass(frozen=True)
@@ -571,12 +638,11 @@ def render_item_trends(runs: Sequence[RunInfo], items: Sequence[ItemTrend], ref:
     name_w = min(max(len(n) for n in names) + 2, max(20, width // 2))
     fit = max(1, (width - name_w - col_w - 2) // col_w)
     shown = list(range(len(runs)))[-fit:]
-    heads = "".join(((runs[i].label or runs[i].time[:10])[: col_w - 2] + ("*" if runs[i].accepted else ""))
-                    .rjust(col_w) for i in shown)
+    heads, legend = _run_heads(runs, shown, col_w, width)
     lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = accepted; change = last run - "
              f"run {ref_run.run_id} ({ref_run.label or ref_run.time[:10]}); the items that got worse most first",
              "item".ljust(name_w) + heads + "  change"]
-    lines = [w for line in lines[:1] for w in _wrap(line, width)] + lines[1:]
+    lines = [w for line in lines[:1] for w in _wrap(line, width)] + legend + lines[1:]
     for t, name in zip(items[:limit], names):
         cells = "".join((g4(t.values[i]) if t.values[i] is not None else (t.states[i] or "—")[:col_w - 1])
                         .rjust(col_w) for i in shown)

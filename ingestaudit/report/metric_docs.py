@@ -16,6 +16,9 @@ def metrics_markdown() -> str:
            "(absolute, or `%` of the baseline value): " + BUDGET_RULE + ". `[gate]` in `ingestaudit.toml` "
            "(`\"extraction.cer\" = 0.02`, `\"tables.teds\" = \"5%\"`) and `--budget METRIC=X` override it; a "
            "budget naming a metric that is not listed here is an error (exit 2).", "",
+           "**seeded** metrics depend on the run's seed (`MetricSpec.seeded`): when base and head of the gate ran "
+           "with different seeds, only their rows are `not comparable`, every other row is gated: "
+           + ", ".join(f"`{s.name}`" for s in specs.all_specs() if s.seeded) + ".", "",
            "| metric | best | range | unit | interval | budget | definition |", "|---|---|---|---|---|---|---|"]
     for s in specs.all_specs():
         best = f"{s.ideal:g}" if s.ideal is not None else ("higher" if s.higher_is_better else "lower")

@@ -11,7 +11,7 @@ from typing import Any
 
 from ingestaudit.errors import IngestAuditError
 
-REPORT_FILES = ("report.json", "report.md", "report.html", "timings.json", "measurements.parquet")
+REPORT_FILES = ("report.json", "report.md", "report.html", "timings.json", "measurements.parquet", "gate.json")
 """The files ``ingestaudit run`` writes into ``--out``."""
 
 STAGING_PREFIX = ".ingestaudit-tmp-"

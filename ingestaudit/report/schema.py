@@ -18,6 +18,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, NonNegativeI
 
 from ingestaudit.errors import IngestAuditError
 from ingestaudit.measurement import State
+from ingestaudit.report.gate_schema import GateResult
 
 SCHEMA_VERSION = "2.2"  # 2.2: pipelines[].routes and the store's parser column (parser routing)
 READABLE_MAJORS = ("1", "2")  # version-1 reports are read and migrated (parser -> pipeline, doc_id -> item)
@@ -254,6 +255,7 @@ class Report(_Model):
     details: list[StageDetail] = []
     paired_tests: list[PairedTest] = []
     parse_warnings: list[ParseWarning] = []  # sorted by item, then pipeline in report order
+    gate: GateResult | None = None  # the gate's result (run --baseline, compare); left out of report.json when None
     measurements_store: dict[str, str] | None = Field(default=None, exclude=True)  # read from 2.0 reports of the
     # development tree (rows inline and the store named beside them); never written
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -318,7 +320,9 @@ class Report(_Model):
 
     def to_json(self) -> str:
         """Serialise as indented JSON; raises ValueError if a NaN or infinity slipped in (``allow_nan=False``)."""
-        return json.dumps(self.model_dump(mode="json"), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        exclude = {"gate"} if self.gate is None else None  # a report not gated: the same bytes as before the field
+        return json.dumps(self.model_dump(mode="json", exclude=exclude), indent=1, ensure_ascii=False,
+                          allow_nan=False) + "\n"
 
 
 RUN_SETTINGS_BY_STAGE = {"chunking": ("min_span_coverage",), "retrieval": ("min_span_coverage",)}

@@ -68,11 +68,12 @@ def test_one_document_of_30_worse_is_within_noise_and_counted_as_moved(tmp_path)
 
 
 def test_three_documents_all_worse_are_underpowered_and_gated_by_the_budget(tmp_path):
+    # [gate] min_items = 3: a row of 3 items may fail on its budget alone (the default, 10, warns: issue 26)
     base = build(cer_rows("pymupdf", "tiny", [0.10, 0.20, 0.30]))
-    head = build(cer_rows("pymupdf", "tiny", [0.15, 0.25, 0.35]))
+    head = build(cer_rows("pymupdf", "tiny", [0.15, 0.25, 0.35]), gate={"min_items": 3})
     result = compare(tmp_path, base, head)
     assert result.exit_code == 1, result.output
-    assert "1 regression (1 underpowered)" in result.stdout.splitlines()[0]
+    assert "1 regression (0 significant, 1 on the budget alone)" in result.stdout.splitlines()[0]
     assert "underpowered (3 pairs: one-sided p >= 0.125, the bar is 0.05): budget alone" in result.stdout
     data = json.loads(compare(tmp_path, base, head, "--json").stdout)
     (reg,) = data["regressions"]
@@ -112,7 +113,8 @@ def test_pipelines_of_different_names_gate_with_map_and_exit_2_without(tmp_path)
     result = compare(tmp_path, base, same, "--map", "pymupdf=unstructured")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == ["gate held: no regression in 1 compared rows",
-                                          "pipelines: pymupdf -> unstructured"]
+                                          "pipelines: pymupdf -> unstructured",
+                                          "what changed: parser.use pymupdf -> unstructured"]
     result = compare(tmp_path, base, head, "--map", "pymupdf=unstructured")
     assert result.exit_code == 1 and "1. pymupdf -> unstructured · invoices · extraction.cer" in result.stdout
     result = compare(tmp_path, base, head)

@@ -106,7 +106,7 @@ def test_holm_over_many_moved_rows_can_turn_a_small_class_underpowered():
     # is underpowered and the budget alone decides
     base = build([r for c in range(30) for r in cer_rows("p", f"c{c:02d}", [0.1] * 6)])
     head = build([r for c in range(30) for r in cer_rows("p", f"c{c:02d}", [0.2] * 6)])
-    comparison = compare_reports(base, head)
+    comparison = compare_reports(base, head, min_items=6)  # 6 items may fail on the budget alone
     classes = [r for r in comparison.regressions if r.doc_class != "__all__"]
     assert len(classes) == 30 and all(r.underpowered for r in classes)
     overall = next(r for r in comparison.rows if r.doc_class == "__all__")

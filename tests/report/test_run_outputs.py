@@ -170,10 +170,13 @@ def test_run_baseline_exits_1_on_a_regression_and_a_history_lock_does_not_hide_i
     corpus = imperfect_corpus(tmp_path / "corpus")
     baseline = perfect_baseline(corpus, tmp_path / "base" / "report.json")
     db = tmp_path / "h.duckdb"
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text("[gate]\nmin_items = 1\n")  # one-document classes may fail on the budget alone (issue 26)
     result = run(str(corpus), "--parser", "pymupdf", "--out", str(tmp_path / "out"), "--stage", "extraction",
-                 "--baseline", str(baseline), "--history", str(db), "--label", "n1", columns=120)
+                 "--baseline", str(baseline), "--history", str(db), "--label", "n1", "--config", str(cfg),
+                 columns=120)
     assert result.exit_code == 1, result.output
-    assert "gate FAILED: 2 regressions (2 underpowered)" in result.stdout
+    assert "gate FAILED: 2 regressions (0 significant, 2 on the budget alone)" in result.stdout
     assert "pymupdf · letters · extraction.cer ↓  0 -> 0.1163" in result.stdout  # 5 / 43
     from ingestaudit.report.history import list_runs
 
@@ -187,7 +190,8 @@ def test_run_baseline_exits_1_on_a_regression_and_a_history_lock_does_not_hide_i
     try:
         assert holder.stdout.readline().strip() == "ready"
         locked = run(str(corpus), "--parser", "pymupdf", "--out", str(tmp_path / "out2"), "--stage", "extraction",
-                     "--baseline", str(baseline), "--history", str(db), "--label", "n2", columns=300)
+                     "--baseline", str(baseline), "--history", str(db), "--label", "n2", "--config", str(cfg),
+                     columns=300)
     finally:
         holder.kill()
         holder.wait()
@@ -210,13 +214,15 @@ def test_the_first_night_has_no_history_warns_and_runs_ungated(tmp_path):
     assert first.exit_code == 0, first.output
     assert (f"warning: --baseline history:{db}: no run recorded yet, so this run is not gated (exit 0 unless it "
             "fails otherwise); it starts the history and is accepted as its first baseline") in first.output
-    assert "gate" not in first.stdout
+    assert "gate held" not in first.stdout and "gate FAILED" not in first.stdout  # (gate.json is listed)
+    assert json.loads((tmp_path / "n1" / "gate.json").read_text())["verdict"] == "first_run"
     second = run(*args, "--out", str(tmp_path / "n2"), "--label", "n2", columns=300)
     assert second.exit_code == 0, second.output
     assert "no run recorded yet" not in second.output and "gate held: no regression in" in second.stdout
     from ingestaudit.report.history import list_runs
 
-    assert [(r.label, r.accepted) for r in list_runs(db)] == [("n1", True), ("n2", False)]
+    assert [(r.label, r.accepted, r.verdict) for r in list_runs(db)] == [("n1", True, "first_run"),
+                                                                          ("n2", False, "pass")]
 
 
 def test_a_truncated_baseline_stops_run_before_the_audit(corpus, tmp_path):
