@@ -3,9 +3,9 @@
 Deterministic: the object-oriented API only (no pyplot, no global backend), a fixed ``svg.hashsalt`` so element
 ids do not change from run to run, no date or creator metadata, and text kept as text (``svg.fonttype = "none"``).
 Every function returns the SVG document as a string, or ``""`` when there is nothing to draw: no value, or values
-all equal (`constant`). Each plot is one figure, laid out once with fixed margins in inches and cropped when saved
-(no ``tight_layout``, which measured every artist a second time: issue 27). Labels come from the
-report (pipeline and class names); matplotlib escapes them as XML text, and the page embeds each SVG as an
+all equal (`constant`). Each plot is one figure laid out with fixed margins in inches and drawn once (no
+``tight_layout`` nor ``bbox_inches="tight"``, which measure every artist in one more draw: issue 27). Labels come
+from the report (pipeline and class names); matplotlib escapes them as XML text, and the page embeds each SVG as an
 ``<img>`` (a data: URI), where no script could run anyway.
 """
 
@@ -52,13 +52,13 @@ pixel, and cut the SVG's size by about a third."""
 
 
 def _svg(fig: Any) -> str:
-    """``fig`` as SVG text: cropped to its artists (``bbox_inches="tight"``, which measures them once, instead of a
-    ``tight_layout`` per plot), coordinates rounded to two decimals."""
+    """``fig`` as SVG text, drawn once (its layout is fixed when built: no ``tight_layout`` nor ``bbox_inches=
+    "tight"``, each of which draws the figure once more to measure it), coordinates rounded to two decimals."""
     import matplotlib
 
     buf = io.StringIO()
     with matplotlib.rc_context(RC):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return _GEOMETRY.sub(lambda m: m.group(1) + _DECIMALS.sub(r"\1", m.group(2)) + m.group(3), buf.getvalue())
 
 
@@ -68,6 +68,19 @@ def _figure(width: float, height: float) -> Any:
 
     with matplotlib.rc_context(RC):
         return Figure(figsize=(width, height), dpi=96)
+
+
+def _text_inches(texts: Iterable[str], size: float) -> float:
+    """The width of the longest of ``texts`` at ``size`` points, in inches, from DejaVu Sans' widest common
+    advance (0.62 em; an estimate that errs wide: nothing is measured, so the figure is drawn once)."""
+    return max((len(t) for t in texts), default=0) * 0.62 * size / 72
+
+
+def _margins(fig: Any, *, left: float, right: float, bottom: float, top: float, **spacing: float) -> None:
+    """Fix ``fig``'s axes area by margins in inches (``spacing``: ``wspace``/``hspace`` as fractions of an axes)."""
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        **spacing)
 
 
 def interval_plot(title: str, panels: Sequence[tuple[str, str, list[tuple[str, float | None, float | None,
@@ -86,12 +99,13 @@ def interval_plot(title: str, panels: Sequence[tuple[str, str, list[tuple[str, f
     cols = min(2, len(panels))  # two per row: the figure is drawn near its own size beside the table
     rows = (len(panels) + cols - 1) // cols
     n_pipes = max(len(p[2]) for p in panels)
-    label, axes_w, axes_h, gap_h = 1.45, 2.1, 0.42 * n_pipes + 0.1, 0.75  # inches: labels, axes, title + x ticks
-    width, height = cols * (label + axes_w) + 0.2, rows * (axes_h + gap_h) + 0.4
+    # inches: pipeline labels, an axes, the x tick labels under a panel and the title over the next one
+    label = max(0.5, _text_inches((_short(pt[0], 16) for p in panels for pt in p[2]), 10.5) + 0.15)
+    axes_w, axes_h, gap_h, top = 2.1, 0.42 * n_pipes + 0.1, 0.75, 0.7
+    width, height = cols * (label + axes_w) + 0.25, rows * axes_h + (rows - 1) * gap_h + top + 0.4
     with matplotlib.rc_context(RC):
         fig = _figure(width, height)
-        fig.subplots_adjust(left=label / width, right=1 - 0.2 / width, bottom=0.4 / height,
-                            top=1 - (gap_h - 0.35 + 0.4) / height, wspace=label / axes_w, hspace=gap_h / axes_h)
+        _margins(fig, left=label, right=0.25, bottom=0.4, top=top, wspace=label / axes_w, hspace=gap_h / axes_h)
         for i, (name, arrow, points) in enumerate(panels):
             ax = fig.add_subplot(rows, cols, i + 1)
             labels = [_short(p[0], 16) for p in points]
@@ -107,7 +121,7 @@ def interval_plot(title: str, panels: Sequence[tuple[str, str, list[tuple[str, f
             ax.invert_yaxis()
             ax.set_title(f"{_short(name, 30)} {arrow}".strip(), loc="left")
             ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        fig.suptitle(_short(title, 70), x=0.01, y=1 - 0.05 / height, ha="left", va="top")
+        fig.suptitle(_short(title, 70), x=0.05 / width, y=1 - 0.05 / height, ha="left", va="top")
         return _svg(fig)
 
 
@@ -119,8 +133,14 @@ def waterfall_plot(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, flo
     bars = [(pipe, shares) for pipe, shares in bars if any(share for _, share in shares)]
     if not bars:
         return ""
+    names = [_short(b[0], 24) for b in bars]
+    outcomes = list(dict.fromkeys(o for _, shares in bars for o, _ in shares))
+    left = max(0.5, _text_inches(names, 10.5) + 0.15)  # inches: the pipelines' labels, the legend beside the axes
+    legend = _text_inches(outcomes, 10.5) + 0.6
+    axes_h = max(0.55 * len(bars) + 0.3, 0.25 * len(outcomes))
     with matplotlib.rc_context(RC):
-        fig = _figure(7.2, max(2.3, 0.55 * len(bars) + 1.3))
+        fig = _figure(left + 4.6 + legend, axes_h + 1.05)
+        _margins(fig, left=left, right=legend, bottom=0.65, top=0.4)
         ax = fig.add_subplot(1, 1, 1)
         seen: set[str] = set()
         for y, (pipe, shares) in enumerate(bars):
@@ -134,13 +154,13 @@ def waterfall_plot(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, flo
                     ax.text(left + share / 2, y, f"{share * 100:.0f}%", ha="center", va="center", fontsize=10,
                             color="white" if outcome in ("lost_in_parsing", "retrieved", "missed_by_ann") else "black")
                 left += share
-        ax.set_yticks(range(len(bars)), [_short(b[0], 24) for b in bars])
+        ax.set_yticks(range(len(bars)), names)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of evidence items")
         ax.set_title(_short(title, 70), loc="left")
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), ncol=1, frameon=False)
-        return _svg(fig)  # labels and legend outside the axes are kept by the crop
+        return _svg(fig)
 
 
 def curve_plot(title: str, xlabel: str, ylabel: str,
@@ -161,8 +181,13 @@ def curve_plot(title: str, xlabel: str, ylabel: str,
     if constant(y for _, pts in series for p in pts for y in p[1:4]) and not (
             x_is_value and not constant(p[0] for _, pts in series for p in pts)):  # a flat line (or none)
         return ""
+    import textwrap
+
+    note_lines = textwrap.wrap(_short(note, 200), 90)  # about 6 inches at 9.5 points: inside the figure's width
+    under = 0.65 + 0.2 * len(note_lines) + 0.1 * bool(note_lines)  # inches: x ticks and label, then the note
     with matplotlib.rc_context(RC):
-        fig = _figure(7.2, 4.2)
+        fig = _figure(7.2, 3.55 + under)
+        _margins(fig, left=0.95, right=0.25, bottom=under, top=0.4)  # inches
         ax = fig.add_subplot(1, 1, 1)
         for i, (name, pts) in enumerate(series):
             pts = sorted(pts, key=lambda p: (p[0], p[1])) if sort_x else list(pts)
@@ -204,8 +229,8 @@ def curve_plot(title: str, xlabel: str, ylabel: str,
         ax.margins(x=0.08, y=0.12)
         if len(series) > 1:
             ax.legend(frameon=False)
-        if note:  # under the x label (about 32 points under the axes), kept by the crop
-            ax.annotate(_short(note, 110), (0, 0), xycoords="axes fraction", textcoords="offset points",
+        if note:  # under the x label (about 32 points under the axes)
+            ax.annotate("\n".join(note_lines), (0, 0), xycoords="axes fraction", textcoords="offset points",
                         xytext=(0, -40), fontsize=9.5, color="#555555", ha="left", va="top")
         return _svg(fig)
 
