@@ -140,10 +140,23 @@ def test_a_pipeline_parser_option_names_the_pipeline():
                         "heading_size_ratio (see docs/config.md)"]
 
 
+def test_a_dedup_steps_config_fields_are_typed():
+    from ingestaudit.stages.dedup_step import DedupStep
+
+    problems = config_problems(Config(), "cfg.toml", [make_pipeline("p", {"parser": "reference", "dedup": {
+        "use": "minhash", "threshold": "high"}})])
+    # was "'<=' not supported between instances of 'float' and 'str'", naming no option
+    assert problems == ["[pipelines.p] dedup: dedup step: option 'threshold' = 'high': Input should be a valid number "
+                        f"(expected float); valid options: {valid_options(DedupStep)}"]
+    assert valid_options(DedupStep).endswith("workers, shingling, k, normalization, num_perm, threshold, weights, "
+                                             "seed, scheme, verify, min_shingles, short_docs")
+
+
 def test_valid_options_pass():
     table = {"parser": "reference", "chunker": {"use": "recursive", "size": 400, "separators": ["\n"]},
              "embedder": {"use": "minilm", "batch_size": 8, "cache_dir": "/tmp/x"},
-             "index": {"use": "hnsw", "m": 16}, "cleaner": {"use": "trafilatura", "fast": True}}
+             "index": {"use": "hnsw", "m": 16}, "cleaner": {"use": "trafilatura", "fast": True},
+             "dedup": {"use": "minhash", "threshold": 0.9, "weights": [0.3, 0.7], "sweep_thresholds": "0.5,0.8"}}
     assert config_problems(Config(), "cfg.toml", [make_pipeline("p", table)]) == []
 
 
