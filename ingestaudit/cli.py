@@ -298,12 +298,17 @@ def run(
 
 
 @app.command()
-def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check.")]) -> None:
-    """Check the corpus layout and every truth file without running anything; exit 2 if any problem is found."""
+def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check.")],
+             config: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_CONFIG",
+                                                            help="Config file to check the corpus with, as 'run "
+                                                                 "--config' reads it (default: "
+                                                                 "CORPUS/ingestaudit.toml).")] = None) -> None:
+    """Check the corpus layout, every truth file and the configuration (each pipeline's steps and their options)
+    without running anything; exit 2 if any problem is found."""
     from ingestaudit.corpus_check import check_corpus
     from ingestaudit.report.escape import terminal_text
 
-    check = check_corpus(corpus)
+    check = check_corpus(corpus, config)
     found, problems, warnings, n_questions = check.found, check.problems, check.warnings, check.n_questions
     for w in warnings:
         _echo(f"warning: {terminal_text(w)}")

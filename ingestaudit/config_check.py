@@ -61,7 +61,7 @@ def parser_problems(pipelines: Sequence[Pipeline], parser_options: dict[str, dic
             try:
                 ok, why = route.build().available()
             except (UnknownParser, ParserUnavailable, ValueError) as exc:
-                problems.append(f"{where}: {exc}" if key else str(exc))
+                problems.append(f"{where}: {exc}" if key else f"{where}, parser: {exc}")
                 continue
             if not ok:
                 problems.append(f"{where}: parser {route.name!r} is unavailable: {why}")
@@ -215,9 +215,19 @@ def _chunker(choice: StageChoice) -> Any:
 
 
 def _embedder(choice: StageChoice) -> Any:
+    from ingestaudit.plugin_options import option_problems, valid_options
+    from ingestaudit.plugins import PluginOptionError
+    from ingestaudit.schema_keys import PAGES
+
     from ingestaudit.stages.embedders.registry import embedder_class
 
-    return embedder_class(choice.use)  # the model loads before the first document, when a chain stage runs
+    cls = embedder_class(choice.use)  # the model loads before the first document, when a chain stage runs
+    options = {k: v for k, v in choice.kwargs().items() if k != "cache_dir"}  # the cache's, not the embedder's
+    problems = option_problems(cls, options)  # what `instantiate` would refuse, without building it
+    if problems:
+        raise PluginOptionError(f"embedder {choice.use!r}: bad option ({'; '.join(problems)}); valid options: "
+                                f"{valid_options(cls)}, cache_dir (see {PAGES['config']})")
+    return cls
 
 
 def _index(choice: StageChoice) -> Any:
@@ -229,6 +239,9 @@ def _index(choice: StageChoice) -> Any:
 def _retriever(choice: StageChoice) -> Any:
     from ingestaudit.stages.retrievers import DENSE, load_retriever
 
+    if choice.use == DENSE and choice.options:  # the auditor's own search: its depth is [auditor_options.retrieval]'s
+        raise ValueError(f"the dense retriever takes no options (got {', '.join(choice.kwargs())}); its depth and "
+                         "cut-offs are [auditor_options.retrieval]'s")
     return None if choice.use == DENSE else load_retriever(choice.use, choice.kwargs())
 
 

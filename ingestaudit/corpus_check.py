@@ -29,8 +29,12 @@ class CorpusCheck:
     n_questions: int = 0
 
 
-def check_corpus(corpus: Path) -> CorpusCheck:
+def check_corpus(corpus: Path, config: Path | None = None) -> CorpusCheck:
     """Check ``corpus`` as ``validate`` does; one broken file never stops the check (every problem is listed).
+
+    Args:
+        config: a configuration file the user names (``validate --config``, trusted as ``run --config`` trusts
+            it), read instead of the corpus's own ``ingestaudit.toml``, as ``run`` reads it; None: the corpus's own.
 
     Raises:
         ingestaudit.corpus.CorpusError: the folder is not a corpus at all (no ``docs/``, not a folder...).
@@ -41,9 +45,11 @@ def check_corpus(corpus: Path) -> CorpusCheck:
     found = discover(corpus)
     check = CorpusCheck(found, problems=[str(p) for p in found.problems])
     limits = Limits()  # the size limits (issue 15): the corpus's own [limits] may lower them
-    if os.path.lexists(corpus / CONFIG_NAME):  # a FIFO or a device is a problem, never ignored (issue 30)
+    path = config if config is not None else corpus / CONFIG_NAME
+    if config is not None or os.path.lexists(path):  # a FIFO or a device is a problem, never ignored (issue 30)
+        source = str(config) if config is not None else CONFIG_NAME
         try:
-            cfg = load_config(corpus / CONFIG_NAME, trusted=False)  # module paths are a problem (issue 15)
+            cfg = load_config(path, trusted=config is not None)  # module paths are a problem (issue 15)
         except ConfigError as exc:
             check.problems.append(str(exc))
         else:
@@ -54,9 +60,9 @@ def check_corpus(corpus: Path) -> CorpusCheck:
             try:  # the pipelines of `run CORPUS`, checked as `run` checks them
                 pipes = default_pipelines(cfg)
             except PipelineError as exc:
-                check.problems.append(f"{CONFIG_NAME}: {exc}")
+                check.problems.append(f"{source}: {exc}")
                 pipes = []
-            check.problems += config_problems(cfg, CONFIG_NAME, pipes)
+            check.problems += config_problems(cfg, source, pipes)
             check.warnings += unrouted_documents(pipes, cfg.parser_options, found.documents)
     check.problems += [str(p) for p in found.over_limits(limits).values()]  # over limits.doc_bytes (stat only)
     truths = _check_truths(check, limits)

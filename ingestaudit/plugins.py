@@ -139,19 +139,31 @@ def instantiate(cls: Callable[..., Any], options: Mapping[str, Any] | None, what
         section: where the options came from, e.g. ``"[parser_options.pymupdf]"`` (added to the message).
 
     Raises:
-        PluginOptionError: (a ``ValueError``) the constructor raised ``TypeError``; the message is
-            ``"<what>: bad option[ in <section>] (<TypeError>)"``. Other errors of the constructor propagate.
+        PluginOptionError: (a ``ValueError``) an option ``cls`` does not take or of another type than its annotation
+            (`ingestaudit.plugin_options.option_problems`, checked before ``cls`` is called), or the constructor
+            raised ``TypeError``; the message is ``"<what>: bad option[ in <section>] (<why>); valid options:
+            ..."``. Other errors of the constructor propagate.
     """
+    from ingestaudit.plugin_options import option_problems
+
+    problems = option_problems(cls, options)
+    if problems:
+        raise PluginOptionError(_bad_option(cls, what, section, "; ".join(problems)))
     try:
         return cls(**dict(options or {}))
     except TypeError as exc:
-        where = f" in {section}" if section else ""
-        valid = ""
-        if isinstance(cls, type):  # name the options it takes (docs/config.md documents the built-in ones)
-            from ingestaudit.schema_keys import PAGES, option_names
+        raise PluginOptionError(_bad_option(cls, what, section, str(exc))) from exc
 
-            valid = f"; valid options: {', '.join(option_names(cls)) or 'none'} (see {PAGES['config']})"
-        raise PluginOptionError(f"{what}: bad option{where} ({exc}){valid}") from exc
+
+def _bad_option(cls: Callable[..., Any], what: str, section: str | None, why: str) -> str:
+    """The message of `PluginOptionError`: the plug-in, where its options came from, why, and the valid options (with
+    their types where annotated; docs/config.md documents the built-in ones)."""
+    from ingestaudit.plugin_options import valid_options
+    from ingestaudit.schema_keys import PAGES
+
+    where = f" in {section}" if section else ""
+    valid = f"; valid options: {valid_options(cls)} (see {PAGES['config']})" if isinstance(cls, type) else ""
+    return f"{what}: bad option{where} ({why}){valid}"
 
 
 def package_version(name: str) -> str | None:

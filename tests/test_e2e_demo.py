@@ -126,3 +126,22 @@ def test_compare_with_itself_holds_the_gate(three_parsers):
     result = CliRunner().invoke(app, ["compare", report, report])
     assert result.exit_code == 0
     assert "no regression" in result.stdout
+
+
+def test_the_demo_page_is_light_and_draws_no_flat_plot(three_parsers):
+    """Issue 27: the demo's report.html is at most 1 MB (1,087,377 bytes before; 894,960 after, measured on this
+    run's report) and draws a class's key-metric plot only when its values are not all equal."""
+    from ingestaudit.report.plots import constant
+    from ingestaudit.report.tables import headlines
+
+    out, _ = three_parsers
+    page = (out / "report.html").read_text()
+    assert len(page.encode("utf-8")) <= 1_000_000
+    report = read_report(out / "report.json")
+    flat = []
+    for h in headlines(report):  # a panel per key metric, drawn when its values differ; no panel, no plot
+        varying = [not constant(x for c in r.cells for x in (c.value, c.low, c.high)) for r in h.rows]
+        drawn = f'alt="key metrics of {h.doc_class} with intervals"' in page
+        assert drawn == any(varying), h.doc_class
+        flat += [h.doc_class] * (not drawn)
+    assert flat == ["unanswerable"]  # index.recall@10 is 1 for all three pipelines, retrieval has no value

@@ -117,5 +117,5 @@ def test_the_html_drill_down_is_capped_failing_items_first(demo_run, monkeypatch
     monkeypatch.setattr(render, "MAX_DRILL_ITEMS", 7)
     items, caption = render._drill_items(report)
     assert len(items) == 7 and {it["item"] for it in items[:len(failing)]} == failing
-    assert caption == ("10 items; each opens to its rows per pipeline (failing items first); the first 7 are shown, "
-                       "3 more in measurements.parquet")
+    assert caption == ("10 items; each opens to its rows per pipeline (failing items first, at most 8 per class); 7 "
+                       "are shown, 3 more in measurements.parquet")

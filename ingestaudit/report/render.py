@@ -40,6 +40,10 @@ HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% in
                    "'—' = no value, with the items' states below it: no ref(erence), no pred(iction), skip(ped), "
                    "err(or)")
 MAX_DRILL_ITEMS = 500  # items with a <details> drill-down in the HTML page; the rest are in measurements.parquet
+DRILL_PER_CLASS = 8
+"""Items of one class the HTML drill-down opens (failing ones first): the page grows with classes x pipelines, not
+with the corpus (a document's drill-down holds every metric of every pipeline, about 18 KB on the demo; issue 27);
+every row is in measurements.parquet."""
 
 
 def terminal_width(default: int = 100) -> int:
@@ -466,13 +470,13 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 </div></div>
 {% endfor %}</section>
 {% if sweeps %}<section id="sweeps"><h2>Sweeps</h2>
-{% for s in sweeps %}<figure><img class="plot" alt="{{ s.title }}" src="{{ s.uri }}"><figcaption class="muted">{{ s.caption }}</figcaption></figure>{% endfor %}
+{% for s in sweeps %}{% if s.uri %}<figure><img class="plot" alt="{{ s.title }}" src="{{ s.uri }}"><figcaption class="muted">{{ s.caption }}</figcaption></figure>{% else %}<p class="muted flat">{{ s.caption }}</p>{% endif %}{% endfor %}
 </section>{% endif %}
 {% if index_notes %}<section id="index"><h2>Index audit</h2>
 {% for pipe, warns, lines in index_notes %}<h3>{{ pipe }}</h3><ul>{% for x in warns %}<li><strong>warning</strong>: {{ x }}</li>{% endfor %}{% for x in lines %}<li>{{ x }}</li>{% endfor %}</ul>{% endfor %}
 </section>{% endif %}
 {% if trends %}<section id="trends"><h2>Trends</h2><p class="muted">{{ trends_caption }}</p>
-{% for s in trends %}<img class="plot" alt="{{ s.title }}" src="{{ s.uri }}">{% endfor %}
+{% for s in trends %}{% if s.uri %}<img class="plot" alt="{{ s.title }}" src="{{ s.uri }}">{% else %}<p class="muted flat">{{ s.caption }}</p>{% endif %}{% endfor %}
 </section>{% endif %}
 <section id="paired"><h2>Paired tests between pipelines</h2>
 {% if paired %}<p>{{ paired_summary }}</p>
@@ -571,11 +575,14 @@ def _sweeps(report: Report) -> list[dict[str, str]]:
                                        f"{curve.get('option', '')}", str(curve.get("option", "")),
                                        str(curve.get("metric", "")), [(str(curve.get("base", "")), pts)],
                                        xticks=ticks)
-                if svg:
-                    out.append({"title": f"sweep {curve.get('base')} {curve.get('option')}", "uri": plots.data_uri(svg),
-                                "caption": f"best {curve.get('option')} = {curve.get('best')}; smallest value not "
-                                           f"significantly worse = {curve.get('smallest_not_worse')} (sign test, "
-                                           f"Holm, alpha {curve.get('alpha', 0.05)})"})
+                if pts:
+                    out.append({"title": f"sweep {curve.get('base')} {curve.get('option')}",
+                                "uri": plots.data_uri(svg) if svg else "",
+                                "caption": (f"best {curve.get('option')} = {curve.get('best')}; smallest value not "
+                                            f"significantly worse = {curve.get('smallest_not_worse')} (sign test, "
+                                            f"Holm, alpha {curve.get('alpha', 0.05)})" if svg else
+                                            _flat(f"{curve.get('base', '')}: {curve.get('metric', '')}", pts,
+                                                  f"at every {curve.get('option', '')}"))})
     out += _index_sweeps(report)
     return out
 
@@ -634,9 +641,11 @@ def _index_sweeps(report: Report) -> list[dict[str, str]]:
                            series, log_x=log_x, sort_x=not by_qps,
                            hline=(target, f"target {target:g}") if target is not None else None,
                            note=("speed measured on the machine that ran the audit (timings.json): compare "
-                                 "settings, not machines") if by_qps else "")
+                                 "settings, not machines") if by_qps else "", x_is_value=by_qps)
     if not svg:
-        return []
+        points = [p for _, pts in series for p in pts]
+        return [{"title": "index sweep", "uri": "", "caption": _flat(ylabel, points,
+                                                                    f"at every {knob or 'search parameter'}")}]
     caption = (f"one point per setting of {knob or 'the search parameter'}"
                + (" (labelled with its value)" if by_qps else "") + "; recall against exact search"
                + (f"; the line is the target recall {target:g} of the operating point" if target is not None else "")
@@ -667,26 +676,38 @@ def _trend_plots(report: Report, history: Any) -> list[dict[str, str]]:
             ticks = ticks[::step]
         svg = plots.curve_plot(f"{name} {direction(name)} over the last {len(runs)} runs (all classes)", "run",
                                name, data, xticks=ticks)
-        if svg:
-            out.append({"title": f"trend {name}", "uri": plots.data_uri(svg)})
+        if any(pts for _, pts in data):
+            out.append({"title": f"trend {name}", "uri": plots.data_uri(svg) if svg else "",
+                        "caption": "" if svg else _flat(f"{name} {direction(name)}",
+                                                        [p for _, pts in data for p in pts],
+                                                        f"in each of the last {len(runs)} runs")})
     return out
+
+
+def _flat(what: str, points: Sequence[tuple[Any, ...]], where: str) -> str:
+    """The line that stands for a plot not drawn because its values are all equal (`ingestaudit.report.plots.
+    constant`): ``"<what>: <value> <where> (a flat line: not drawn)"``; ``points`` are ``(x, y, ...)``."""
+    return f"{what}: {g4(points[0][1])} {where} (a flat line: not drawn)"
 
 
 def _drill_choice(report: Report) -> tuple[list[str], int]:
     """The items the HTML drill-down shows, failing ones first (each group in canonical order: kind, then id), at
-    most `MAX_DRILL_ITEMS`, and how many items the report has; one streaming pass over the kind and item columns."""
+    most `DRILL_PER_CLASS` of each class and `MAX_DRILL_ITEMS` in all, and how many items the report has; one
+    streaming pass over the kind, item and class columns."""
     failing = {f.item for f in report.failures} | set(distinct(report, "item", states=("error",)))
-    first: list[str] = []
-    rest: list[str] = []
+    first: dict[str, list[str]] = {}
+    rest: dict[str, list[str]] = {}
     n = 0
-    for _, item in item_keys(report):
+    for _, item, doc_class in item_keys(report, with_class=True):
         n += 1
-        if item in failing:
-            if len(first) < MAX_DRILL_ITEMS:
-                first.append(item)
-        elif len(rest) < MAX_DRILL_ITEMS:
-            rest.append(item)
-    return (first + rest)[:MAX_DRILL_ITEMS], n
+        group = (first if item in failing else rest).setdefault(doc_class, [])
+        if len(group) < DRILL_PER_CLASS:
+            group.append(item)
+    chosen = []
+    for cls in sorted(set(first) | set(rest)):  # a class's failing items fill its share first
+        chosen += (first.get(cls, []) + rest.get(cls, []))[:DRILL_PER_CLASS]
+    chosen.sort(key=lambda item: item not in failing)  # stable: failing items first, each group as read
+    return chosen[:MAX_DRILL_ITEMS], n
 
 
 def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
@@ -712,9 +733,10 @@ def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
         summary = ", ".join(f"{n} {s}" for s, n in sorted(it["states"].items()))
         out.append({"item": it["item"], "kind": it["kind"], "doc_class": it["doc_class"], "summary": summary,
                     "pipelines": pipelines, "rows": rows})
-    caption = (f"{n_items} items; each opens to its rows per pipeline (failing items first)"
-               + (f"; the first {MAX_DRILL_ITEMS} are shown, {n_items - MAX_DRILL_ITEMS} more in "
-                  "measurements.parquet" if n_items > MAX_DRILL_ITEMS else ""))
+    shown = len(out)
+    caption = (f"{n_items} items; each opens to its rows per pipeline (failing items first, at most "
+               f"{DRILL_PER_CLASS} per class)" + (f"; {shown} are shown, {n_items - shown} more in measurements.parquet"
+                                                  if n_items > shown else ""))
     return out, caption
 
 

@@ -157,21 +157,22 @@ def distinct(report: Report, column: str, **filters: Any) -> list[str]:
     return sorted(values)
 
 
-def item_keys(report: Report) -> Iterator[tuple[str, str]]:
+def item_keys(report: Report, *, with_class: bool = False) -> Iterator[tuple[str, ...]]:
     """Each item's ``(item_kind, item)`` once, in canonical order (the rows are sorted by them), reading two columns
-    only."""
+    only; with ``with_class``, ``(item_kind, item, doc_class)`` (three columns)."""
     path = store_file(report)
     last = None
     if path is None:
         for r in report.measurements:  # type: ignore[union-attr]
             if (r.item_kind, r.item) != last:
                 last = (r.item_kind, r.item)
-                yield last
+                yield (*last, r.doc_class) if with_class else last
         return
     from ingestaudit.store import iter_batches
 
-    for batch in iter_batches(path, ["item_kind", "item"]):
-        for key in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            if key != last:
-                last = key
-                yield key
+    for batch in iter_batches(path, ["item_kind", "item", *(["class"] * with_class)]):
+        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        for row in zip(*columns):
+            if row[:2] != last:
+                last = row[:2]
+                yield row

@@ -209,6 +209,7 @@ class DedupStep:
     """
 
     name = "dedup"
+    option_dataclasses = (DedupConfig,)  # the names and types behind **dedup_options (`ingestaudit.plugin_options`)
 
     def __init__(self, *, detector: str = BUILTIN_DETECTOR, detector_options: dict[str, Any] | None = None,
                  use_precomputed: bool = True, sweep_num_perm: Sequence[int] | str | None = None,
@@ -234,12 +235,16 @@ class DedupStep:
         Raises:
             ValueError: an option the step does not take (named), or a bad value.
         """
+        from ingestaudit.plugin_options import option_problems, valid_options
+
         merged = step_options(defaults, use, options)
+        problems = option_problems(cls, merged)  # names and annotated types, before anything is built
         try:
+            if problems:
+                raise TypeError("; ".join(problems))
             return cls(**merged)
         except TypeError as exc:
-            raise ValueError(f"dedup step: {exc}; options are detector, detector_options, use_precomputed, "
-                             f"sweep_num_perm, sweep_thresholds and the DedupConfig fields") from None
+            raise ValueError(f"dedup step: {exc}; valid options: {valid_options(cls)}") from None
 
     # -- report configuration ---------------------------------------------------------------------------------------
 

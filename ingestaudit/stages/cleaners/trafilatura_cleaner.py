@@ -21,28 +21,54 @@ lxml 5.2 trafilatura's dependency jusText needs the separate package ``lxml_html
 from __future__ import annotations
 
 import importlib.metadata
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from ingestaudit.stages.cleaners.base import Cleaner, CleanerError, CleanerInput, CleanerUnavailable, CleanResult
 
-DEFAULTS: dict[str, Any] = {
-    "fast": False,
-    "include_comments": False,
-    "include_tables": True,
-    "include_formatting": False,
-    "include_links": False,
-    "include_images": False,
-    "favor_precision": False,
-    "favor_recall": False,
-    "deduplicate": False,
-    "target_language": None,
-    "output_format": "txt",
-    "with_metadata": False,
-}
+OUTPUT_FORMATS = ("txt", "markdown")
+
+
+@dataclass(frozen=True)
+class TrafilaturaOptions:
+    """The options of the ``trafilatura`` cleaner, with their defaults and types: the keyword arguments of
+    ``trafilatura.extract`` of the same names (see the module docstring for where the defaults come from). The
+    cleaner's ``option_dataclasses``, so that a misspelt or mistyped option is refused before any document is read
+    (`ingestaudit.plugin_options`).
+
+    Attributes:
+        fast: skip trafilatura's fallback extractors.
+        include_comments: keep the comment section.
+        include_tables: keep tables' text.
+        include_formatting: keep bold/italic markers (markdown output).
+        include_links: keep link targets.
+        include_images: keep image references.
+        favor_precision: prefer less text, more surely main content.
+        favor_recall: prefer more text.
+        deduplicate: drop repeated segments (its cache spans pages: off by default).
+        target_language: an ISO 639-1 code; pages in other languages give no output; null for any.
+        output_format: ``txt`` or ``markdown``.
+        with_metadata: prepend the page's metadata.
+    """
+
+    fast: bool = False
+    include_comments: bool = False
+    include_tables: bool = True
+    include_formatting: bool = False
+    include_links: bool = False
+    include_images: bool = False
+    favor_precision: bool = False
+    favor_recall: bool = False
+    deduplicate: bool = False
+    target_language: str | None = None
+    output_format: Literal["txt", "markdown"] = "txt"
+    with_metadata: bool = False
+
+
+DEFAULTS: dict[str, Any] = asdict(TrafilaturaOptions())
 """Keyword arguments passed to ``trafilatura.extract`` (every one may be overridden by an option of the same
 name)."""
 
-OUTPUT_FORMATS = ("txt", "markdown")
 
 
 class TrafilaturaCleaner(Cleaner):
@@ -58,6 +84,7 @@ class TrafilaturaCleaner(Cleaner):
 
     name = "trafilatura"
     reads = "html"
+    option_dataclasses = (TrafilaturaOptions,)  # the names and types behind **options
 
     def __init__(self, **options: Any):
         unknown = sorted(set(options) - set(DEFAULTS))
