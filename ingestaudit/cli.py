@@ -204,6 +204,13 @@ def run(
     scheduler: Annotated[Optional[str], typer.Option(envvar="INGESTAUDIT_SCHEDULER",
                                                      help="Dask scheduler ADDR (tcp://host:port) of an existing "
                                                           "cluster; implies --executor dask.")] = None,
+    keep_vectors: Annotated[bool, typer.Option("--keep-vectors", envvar="INGESTAUDIT_KEEP_VECTORS",
+                                               help="Keep each pipeline's chunk and question vectors in OUT "
+                                                    "(vectors-*.npy): compare and --baseline then measure "
+                                                    "embedding drift.")] = False,
+    events: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_EVENTS",
+                                                   help="JSON lines of {doc, committed_at, indexed_at} and "
+                                                        "{query_at, doc}: index freshness rows.")] = None,
 ) -> None:
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -281,15 +288,54 @@ def run(
                     return lambda: bar.advance(task)
 
                 try:
-                    report = run_audit(found, pipes, cfg, progress=progress, work_dir=work)
+                    report = run_audit(found, pipes, cfg, progress=progress, work_dir=work,
+                                       keep_vectors=keep_vectors, events=events)
                 except ValueError as exc:  # a bad stage selection or option found by the runner
                     _fail(str(exc))
                 except OSError as exc:  # the store or a spill file (a full disk): nothing was replaced
                     what = out / STORE_NAME if isinstance(exc, StoreWriteError) else work
                     _fail(f"cannot write {what} ({describe(exc)}); the previous report in {out} is unchanged")
+            drift = _attach_drift(report, baseline, base_report) if keep_vectors else []
             code = _finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
                                verbose, strict, console, state)
+            if drift:
+                from ingestaudit.embedding_drift import render_drift
+
+                _print_view("\n".join(render_drift(drift)))
     raise typer.Exit(code)
+
+
+def _drift(base_spec: str, base_report, head_report, head_folder: Path, maps: list[str] | None = None) -> list:
+    """Embedding drift between the baseline ``base_spec`` (a report.json; a history's run keeps no vectors) and the
+    head's kept vectors in ``head_folder`` (`ingestaudit.embedding_drift.compare_kept`, the gate's pipeline pairs,
+    the head's seed)."""
+    from ingestaudit.embedding_drift import compare_kept
+    from ingestaudit.report.compare import pipeline_pairs
+    from ingestaudit.report.history import HISTORY_PREFIX
+
+    pairs = pipeline_pairs(base_report, head_report, maps or [])
+    seed = int((head_report.config.get("run") or {}).get("seed", 0))
+    if base_spec.startswith(HISTORY_PREFIX):
+        from ingestaudit.kept_vectors import has_kept_vectors
+
+        if not has_kept_vectors(head_folder):
+            return []
+        return [{"base_pipeline": b, "head_pipeline": h, "state": "not_comparable",
+                 "reason": "the baseline is a history's run, which keeps no vectors"} for b, h in pairs]
+    return compare_kept(Path(base_spec).parent, head_folder, pairs, seed=seed)
+
+
+def _attach_drift(report, baseline: str | None, base_report) -> list:
+    """``run --baseline --keep-vectors``: the drift against the baseline's kept vectors, added to ``report.details``
+    (stage ``embedding``, name ``drift``: report.md and report.html show it) and returned for the terminal."""
+    if baseline is None or base_report is None or report.kept_vectors is None:
+        return []
+    from ingestaudit.report.schema import StageDetail
+
+    drift = _drift(baseline, base_report, report, report.kept_vectors)
+    if drift:
+        report.details.append(StageDetail(pipeline="", stage="embedding", name="drift", data=drift))
+    return drift
 
 
 @app.command()
@@ -546,11 +592,19 @@ def compare(
     budgets = resolve_budgets(gate, list(budget or []), config_source=source, report_metrics=metrics)
     comparison = compare_reports(base_report, head_report, budgets=budgets, maps=list(map_ or []),
                                  base_label=base_label, head_label=str(head))
+    drift = _drift(base, base_report, head_report, head.parent, list(map_ or []))  # kept vectors of both
     if json_:
-        text = _json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False, allow_nan=False)
+        out = comparison.to_dict()
+        if drift:
+            out["embedding_drift"] = drift
+        text = _json.dumps(out, indent=1, ensure_ascii=False, allow_nan=False)
         typer.echo(_json_c1_escaped(text))  # JSON escapes C0 itself; C1 and DEL too, for a terminal reading it
     else:
         _print_view(render_comparison(comparison, width=terminal_width(), verbose=verbose))
+        if drift:
+            from ingestaudit.embedding_drift import render_drift
+
+            _print_view("\n".join(render_drift(drift)))
     raise typer.Exit(EXIT_GATE if comparison.failed else EXIT_OK)
 
 
