@@ -248,6 +248,8 @@ def run(
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
     if outputs is not None and not outputs.is_dir():
         _fail(f"--outputs {outputs}: no such folder")
+    if events is not None and not events.is_file():  # read after the audit: a wrong path is refused before it
+        _fail(f"--events {events}: no such file", "give a JSON lines file of {doc, committed_at, indexed_at}")
     try:
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,

@@ -23,6 +23,7 @@ of its documents, ``__all__`` from all.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -164,7 +165,7 @@ def freshness_scores(read: EventsRead, doc_classes: Mapping[str, str]) -> list[t
     for cls, pairs in groups if read.events else []:
         lag = lags(pairs)
         for label, q in PERCENTILES:
-            rank = max(1, -(-int(q) * len(lag) // 100))
+            rank = max(1, math.ceil(q / 100 * len(lag)))
             out.append((cls, Score("index.freshness_lag", nearest_rank(lag, q), label=label,
                                    detail={"unit": "seconds", "rank": rank, "n": len(lag),
                                            "rule": "nearest rank"}), len(lag)))
