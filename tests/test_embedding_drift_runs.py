@@ -104,3 +104,17 @@ def test_kept_files_round_trip_and_compare(tmp_path):
     assert any("embedding.nn_stability@1" in line for line in render_drift(res))
     missing = compare_kept(tmp_path / "base", tmp_path / "nothing", [("p", "p")])
     assert missing[0]["state"] == "not_comparable" and "--keep-vectors" in missing[0]["reason"]
+
+
+def test_unusable_kept_vectors_are_not_comparable_naming_the_file(tmp_path):
+    docs = [DocChunks("a", "c1", State.OK, vectors=_unit(np.eye(3)[:2] + 0.1), intervals=[(0, 10), (10, 20)])]
+    for side in ("base", "head"):
+        keeper = VectorKeeper(tmp_path / side)
+        keeper.add(0, "p", docs, [], None, EMB)
+        keeper.finish()
+    (tmp_path / "base" / "vectors.json").write_text("{not json")
+    res = compare_kept(tmp_path / "base", tmp_path / "head", [("p", "p")])
+    assert res[0]["state"] == "not_comparable" and "vectors.json" in res[0]["reason"] and "metrics" not in res[0]
+    np.save(tmp_path / "head" / "vectors-0.npy", np.zeros((5, 3), np.float32))  # 5 rows, the key table has 2
+    with pytest.raises(Exception, match="vectors-0.npy"):
+        read_kept(tmp_path / "head")

@@ -142,3 +142,9 @@ def test_events_give_freshness_rows_and_name_bad_lines(setup, tmp_path):
     detail = [d for d in rep["details"] if d["name"] == "freshness"][0]["data"]
     assert detail["problems"] == 3 and detail["problem_kinds"] == {
         "indexed_before_committed": 1, "unknown_document": 1, "unparseable_time": 1}
+
+
+def test_a_missing_events_file_is_refused_before_the_audit(setup, tmp_path):
+    res, out = _run(setup, "no-events", "same", "--events", str(tmp_path / "absent.jsonl"))
+    assert res.exit_code == 2 and "--events" in res.output and "no such file" in res.output
+    assert not (out / "report.json").exists()
