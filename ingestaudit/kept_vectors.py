@@ -68,14 +68,20 @@ class VectorKeeper:
     def add(self, p: int, name: str, docs: Sequence[Any], question_ids: Sequence[str], question_vectors: Any,
             embedder: dict[str, Any]) -> dict[str, Any]:
         """Write pipeline ``p``'s chunk vectors (``docs``: `ingestaudit.chain.DocChunks`, those with vectors, in
-        corpus order) and question vectors; returns its manifest entry."""
+        corpus order) and question vectors; returns its manifest entry.
+
+        Raises:
+            ValueError: the vectors have several dimensions (nothing of this pipeline is kept).
+        """
         with_vectors = [d for d in docs if d.vectors is not None and len(d.vectors)]
         rows = sum(len(d.vectors) for d in with_vectors)
         dims = {int(d.vectors.shape[1]) for d in with_vectors}
         qv = np.asarray(question_vectors, dtype=np.float32) if question_vectors is not None else None
         if qv is not None and qv.ndim == 2 and qv.shape[0]:
             dims.add(int(qv.shape[1]))
-        dim = dims.pop() if len(dims) == 1 else 0
+        if len(dims) > 1:
+            raise ValueError(f"pipeline {name!r}: vectors of several dimensions {sorted(dims)}; none kept")
+        dim = dims.pop() if dims else 0
         chunks, questions = f"vectors-{p}.npy", f"vectors-{p}-questions.npy"
         out = np.lib.format.open_memmap(self.folder / chunks, mode="w+", dtype=np.float32, shape=(rows, dim))
         at = 0

@@ -823,7 +823,11 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
                 timings.setdefault(pipe.name, {})[stage] = result.timings
         timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
         if keeper is not None:
-            details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
+            try:  # a pipeline whose vectors cannot be kept is one failure; its rows and the run go on
+                details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
+            except Exception as exc:
+                failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
+                                        message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
         del docs, ctx
     order = {p.name: i for i, p in enumerate(pipelines)}
     stage_pos = {stage: k for k, (_, stage, _) in enumerate(stages)}

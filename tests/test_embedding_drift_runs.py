@@ -118,3 +118,10 @@ def test_unusable_kept_vectors_are_not_comparable_naming_the_file(tmp_path):
     np.save(tmp_path / "head" / "vectors-0.npy", np.zeros((5, 3), np.float32))  # 5 rows, the key table has 2
     with pytest.raises(Exception, match="vectors-0.npy"):
         read_kept(tmp_path / "head")
+
+
+def test_vectors_of_several_dimensions_are_not_kept(tmp_path):
+    docs = [DocChunks("a", "c1", State.OK, vectors=_unit(np.eye(3)[:1] + 0.1), intervals=[(0, 10)]),
+            DocChunks("b", "c1", State.OK, vectors=_unit(np.eye(4)[:1] + 0.1), intervals=[(0, 10)])]
+    with pytest.raises(ValueError, match=r"several dimensions \[3, 4\]"):
+        VectorKeeper(tmp_path).add(0, "p", docs, [], None, EMB)
