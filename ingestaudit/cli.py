@@ -208,6 +208,13 @@ def run(
     scheduler: Annotated[Optional[str], typer.Option(envvar="INGESTAUDIT_SCHEDULER",
                                                      help="Dask scheduler ADDR (tcp://host:port) of an existing "
                                                           "cluster; implies --executor dask.")] = None,
+    keep_vectors: Annotated[bool, typer.Option("--keep-vectors", envvar="INGESTAUDIT_KEEP_VECTORS",
+                                               help="Keep each pipeline's chunk and question vectors in OUT "
+                                                    "(vectors-*.npy): compare and --baseline then measure "
+                                                    "embedding drift.")] = False,
+    events: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_EVENTS",
+                                                   help="JSON lines of {doc, committed_at, indexed_at} and "
+                                                        "{query_at, doc}: index freshness rows.")] = None,
 ) -> None:
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -245,6 +252,8 @@ def run(
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
     if outputs is not None and not outputs.is_dir():
         _fail(f"--outputs {outputs}: no such folder")
+    if events is not None and not events.is_file():  # read after the audit: a wrong path is refused before it
+        _fail(f"--events {events}: no such file", "give a JSON lines file of {doc, committed_at, indexed_at}")
     try:
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,
@@ -286,15 +295,54 @@ def run(
                     return lambda: bar.advance(task)
 
                 try:
-                    report = run_audit(found, pipes, cfg, progress=progress, work_dir=work)
+                    report = run_audit(found, pipes, cfg, progress=progress, work_dir=work,
+                                       keep_vectors=keep_vectors, events=events)
                 except ValueError as exc:  # a bad stage selection or option found by the runner
                     _fail(str(exc))
                 except OSError as exc:  # the store or a spill file (a full disk): nothing was replaced
                     what = out / STORE_NAME if isinstance(exc, StoreWriteError) else work
                     _fail(f"cannot write {what} ({describe(exc)}); the previous report in {out} is unchanged")
+            drift = _attach_drift(report, baseline, base_report) if keep_vectors else []
             code = _finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
                                verbose, strict, console, state, gate_opts)
+            if drift:
+                from ingestaudit.embedding_drift import render_drift
+
+                _print_view("\n".join(render_drift(drift)))
     raise typer.Exit(code)
+
+
+def _drift(base_spec: str, base_report, head_report, head_folder: Path, maps: list[str] | None = None) -> list:
+    """Embedding drift between the baseline ``base_spec`` (a report.json; a history's run keeps no vectors) and the
+    head's kept vectors in ``head_folder`` (`ingestaudit.embedding_drift.compare_kept`, the gate's pipeline pairs,
+    the head's seed)."""
+    from ingestaudit.embedding_drift import compare_kept
+    from ingestaudit.report.compare import pipeline_pairs
+    from ingestaudit.report.history import HISTORY_PREFIX
+
+    pairs = pipeline_pairs(base_report, head_report, maps or [])
+    seed = int((head_report.config.get("run") or {}).get("seed", 0))
+    if base_spec.startswith(HISTORY_PREFIX):
+        from ingestaudit.kept_vectors import has_kept_vectors
+
+        if not has_kept_vectors(head_folder):
+            return []
+        return [{"base_pipeline": b, "head_pipeline": h, "state": "not_comparable",
+                 "reason": "the baseline is a history's run, which keeps no vectors"} for b, h in pairs]
+    return compare_kept(Path(base_spec).parent, head_folder, pairs, seed=seed)
+
+
+def _attach_drift(report, baseline: str | None, base_report) -> list:
+    """``run --baseline --keep-vectors``: the drift against the baseline's kept vectors, added to ``report.details``
+    (stage ``embedding``, name ``drift``: report.md and report.html show it) and returned for the terminal."""
+    if baseline is None or base_report is None or report.kept_vectors is None:
+        return []
+    from ingestaudit.report.schema import StageDetail
+
+    drift = _drift(baseline, base_report, report, report.kept_vectors)
+    if drift:
+        report.details.append(StageDetail(pipeline="", stage="embedding", name="drift", data=drift))
+    return drift
 
 
 @app.command()
@@ -611,16 +659,23 @@ def compare(
     comparison, result = evaluate_gate(base_report, head_report, budgets=budgets, settings=settings,
                                        maps=list(map_ or []), base_label=base_label, head_label=str(head),
                                        bands_from=bands_from)
+    drift = _drift(base, base_report, head_report, head.parent, list(map_ or []))  # kept vectors of both
     _record_gate(head, result)
     _write_gate_files(result, junit, key_rows(result, head_report))
     if json_:
         data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
         data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
+        if drift:
+            data["embedding_drift"] = drift
         text = _json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
         typer.echo(_json_c1_escaped(text))  # JSON escapes C0 itself; C1 and DEL too, for a terminal reading it
     else:
         _print_view("\n".join([render_comparison(comparison, width=terminal_width(), verbose=verbose),
                                *band_lines(result)]))
+        if drift:
+            from ingestaudit.embedding_drift import render_drift
+
+            _print_view("\n".join(render_drift(drift)))
     raise typer.Exit(EXIT_GATE if result.verdict == "fail" else EXIT_OK)
 
 

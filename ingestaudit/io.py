@@ -370,8 +370,9 @@ def run_folder(out: Path) -> Iterator[Path]:
 def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = None) -> list[str]:
     """Write a run's report into ``out``, all files or none: ``measurements.parquet`` (the run's store copied, or
     written from a report's inline rows, which then become a `StoreRef` naming it), ``report.json`` (which names the
-    store with its SHA-256), ``report.md``, ``report.html``, when the report has timings ``timings.json`` and,
-    when it was gated, ``gate.json`` (its ``gate``);
+    store with its SHA-256), ``report.md``, ``report.html``, when the report has timings ``timings.json``, when it
+    was gated ``gate.json`` (its ``gate``), and with ``--keep-vectors`` the kept-vector files
+    (`ingestaudit.kept_vectors`, from `Report.kept_vectors`);
     staged and committed by `StagedOutput` (``report.json`` last). Afterwards ``report.store_path`` is
     ``out/measurements.parquet``.
 
@@ -389,7 +390,10 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
     from ingestaudit.report.schema import StoreRef
     from ingestaudit.store import STORE_NAME, write_measurements
 
-    with StagedOutput(out, REPORT_FILES) as stage:
+    from ingestaudit.kept_vectors import kept_files
+
+    # kept vectors of an earlier run are managed too: removed when this report keeps none (or fewer pipelines)
+    with StagedOutput(out, REPORT_FILES + tuple(kept_files(out))) as stage:
         staged = stage.path(STORE_NAME)
         try:
             if isinstance(report.measurements, StoreRef):
@@ -440,4 +444,15 @@ def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | No
         from ingestaudit.report.gate_result import GATE_FILE
 
         stage.write_text(GATE_FILE, report.gate.to_json())
+    if report.kept_vectors is not None:  # --keep-vectors: moved in (the run's folder is on this file system)
+        from ingestaudit.kept_vectors import kept_files
+
+        for name in kept_files(report.kept_vectors):
+            try:
+                os.replace(report.kept_vectors / name, stage.path(name))
+            except OSError:
+                try:
+                    shutil.copyfile(report.kept_vectors / name, stage.path(name))
+                except OSError as exc:
+                    raise stage.failed(name, exc) from None
     return stage.commit(last="report.json")

@@ -331,7 +331,7 @@ def _corpus_stages(collector: _Collector, pipelines: list[Pipeline], stage_args:
 
 def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_args: tuple, questions: QuestionSet,
                      question_classes: dict[str, str], config: Config, store: Any,
-                     rejected: list[tuple[str, str, str]] | None = None
+                     rejected: list[tuple[str, str, str]] | None = None, keeper: Any = None
                      ) -> tuple[list[SummaryRow], list[StageDetail], list[Failure], dict[str, Any]]:
     """Run the retrieval and index auditors once per pipeline over the chain artefacts the workers returned
     (``rejected``: the questions that failed validation, as `PipelineContext.rejected_questions`); an auditor's
@@ -339,7 +339,8 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     ``1000 + stage index``). Both auditors of a pipeline read one context with its index and retrieve steps
     (`ingestaudit.stages.retrieve_step.with_index_steps`), so each index is built once per pipeline; the returned
     timings hold, per pipeline, each auditor's under its stage and ``["steps"]["index"]`` (``index_builds``,
-    ``build_seconds``)."""
+    ``build_seconds``). ``keeper`` (`ingestaudit.kept_vectors.VectorKeeper`, ``--keep-vectors``): each pipeline's
+    chunk and question vectors are written there after its auditors ran (no row nor detail of theirs changes)."""
     summary: list[SummaryRow] = []
     details: list[StageDetail] = []
     failures: list[Failure] = []
@@ -377,6 +378,12 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
             if result.timings:
                 timings.setdefault(pipe.name, {})[stage] = result.timings
         timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
+        if keeper is not None:
+            try:  # a pipeline whose vectors cannot be kept is one failure; its rows and the run go on
+                details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
+            except Exception as exc:
+                failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
+                                        message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
         del docs, ctx
     order = {p.name: i for i, p in enumerate(pipelines)}
     stage_pos = {stage: k for k, (_, stage, _) in enumerate(stages)}
@@ -384,6 +391,20 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     summary.sort(key=lambda r: (stage_pos.get(r.stage, len(stage_pos)), order.get(r.pipeline, -1)))
     details.sort(key=lambda r: (stage_pos.get(r.stage, len(stage_pos)), order.get(r.pipeline, -1)))
     return summary, details, failures, timings
+
+
+def _keep_vectors(keeper: Any, p: int, pipe: Pipeline, docs: list[DocChunks], questions: QuestionSet,
+                  config: Config) -> StageDetail:
+    """Write pipeline ``p``'s kept vectors (`ingestaudit.kept_vectors`) and return the report.json note (stage
+    ``embedding``, name ``kept_vectors``); the questions are embedded by the pipeline's embedder (its cache answers
+    texts the retrieval audit embedded already)."""
+    qs = list(questions.questions)
+    qv = _question_embedder(pipe, config.run.cache_dir)([q.question for q in qs]) if qs else None
+    info = _stage_info("embedder", pipe.stage("embedder"), config.run.cache_dir).model_dump(mode="json")
+    entry = keeper.add(p, pipe.name, docs, [q.id for q in qs], qv, info)
+    note = {k: v for k, v in entry.items() if k != "question_ids"}
+    return StageDetail(pipeline=pipe.name, stage="embedding", name="kept_vectors",
+                       data={**note, "questions_kept": len(entry["question_ids"])})
 
 
 def _question_embedder(pipe: Pipeline, cache_dir: str | None) -> Callable[[list[str]], Any]:
@@ -443,7 +464,8 @@ def _check_steps(pipelines: list[Pipeline], stages: list[str], opts: dict[str, d
 
 
 def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
-        progress: Callable[[int], Callable[[], None]] | None = None, work_dir: Path | None = None) -> Report:
+        progress: Callable[[int], Callable[[], None]] | None = None, work_dir: Path | None = None,
+        keep_vectors: bool = False, events: Path | None = None) -> Report:
     """Audit ``corpus`` with ``pipelines`` and build the report.
 
     Args:
@@ -462,6 +484,12 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
         work_dir: a private folder for the run's spill files and its measurement store; default: a new temporary
             folder, removed when the returned report is garbage-collected (the report reads its rows from the
             store there, `Report.store_path`, until `ingestaudit.io.write_report` copies it beside report.json).
+        keep_vectors: write each pipeline's chunk and question vectors into ``work_dir/kept-vectors``
+            (`ingestaudit.kept_vectors`; `Report.kept_vectors` names it, `ingestaudit.io.write_report` moves the
+            files beside report.json) and note them in ``details`` (stage ``embedding``, name ``kept_vectors``).
+        events: a freshness events file (``--events``, `ingestaudit.events`): ``index.freshness_lag`` and
+            ``index.stale_query_share`` rows for every pipeline, its bad lines listed in ``failures`` (stage
+            ``events``); an unreadable file is one failure, never a stopped run.
 
     Returns:
         The report; its ``measurements`` name the store (`StoreRef`) at ``report.store_path``.
@@ -486,7 +514,7 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
         with make_executor(config.run.executor, config.run.workers, n_tasks, scheduler=config.run.scheduler,
                            initializer=worker_init, memory_mb=config.run.worker_memory_mb) as executor:
             executor.start()  # a dead scheduler is an error within seconds, before any truth file is read
-            report = _run(corpus, pipelines, config, progress, executor, work)
+            report = _run(corpus, pipelines, config, progress, executor, work, keep_vectors, events)
     except BaseException:
         if own:
             shutil.rmtree(work, ignore_errors=True)
@@ -497,7 +525,7 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
 
 
 def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: Any, executor: Any,
-         work: Path) -> Report:
+         work: Path, keep_vectors: bool = False, events: Path | None = None) -> Report:
     """`run` on a started ``executor``, with ``work`` as its private folder."""
     from ingestaudit.spill import TruthSpill
 
@@ -514,7 +542,7 @@ def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: An
         doc_classes, failures, examples, contexts, unsendable = load_truths(corpus, config.limits, over_truth,
                                                                              truths, candidates)
         return _audit(corpus, pipelines, config, progress, executor, work, opts, over, over_truth, truths,
-                      doc_classes, failures, examples, contexts, unsendable)
+                      doc_classes, failures, examples, contexts, unsendable, keep_vectors, events)
     finally:
         truths.close()
 
@@ -522,7 +550,7 @@ def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: An
 def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: Any, executor: Any, work: Path,
            opts: dict, over: dict[str, str], over_truth: dict[str, str], truths: Any, doc_classes: dict[str, str],
            failures: list[Failure], examples: list[Truth], contexts: dict[str, tuple[str, ...]],
-           unsendable: dict[str, str]) -> Report:
+           unsendable: dict[str, str], keep_vectors: bool = False, events: Path | None = None) -> Report:
     """The audit once the truths are loaded: tasks, corpus and pipeline stages, the store, the report."""
     from ingestaudit.report.failures import bounded, group_failures, merge_pipelines
     from ingestaudit.store import STORE_NAME, StoreWriter
@@ -605,8 +633,23 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         collector, pipelines, stage_args, contexts, store,
         lambda pipe, doc_id: specs[pipe.name].route_label(docs[doc_id]) if doc_id in docs else "")
     rejected = [(q.id, questions.question_class(q, doc_classes), msg) for q, msg in questions.rejected]
+    keeper = None
+    if keep_vectors:
+        from ingestaudit.kept_vectors import VectorKeeper
+
+        keeper = VectorKeeper(work / "kept-vectors")
     p_summary, p_details, p_failures, timings = _pipeline_stages(
-        collector, pipelines, stage_args, questions, question_classes, config, store, rejected)
+        collector, pipelines, stage_args, questions, question_classes, config, store, rejected, keeper)
+    if keeper is not None:
+        keeper.finish()
+    if events is not None:
+        from ingestaudit.events import freshness_rows
+
+        e_summary, e_details, e_failures = freshness_rows(events, [p.name for p in pipelines], doc_classes,
+                                                          config.limits)
+        p_summary += e_summary
+        p_details += e_details
+        p_failures += e_failures
     details += p_details
     failures += corpus_failures + p_failures
     warned = collector.warned
@@ -666,6 +709,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     report.store_path = path
     report.store_owned = True
     report.timings = timings
+    report.kept_vectors = keeper.folder if keeper is not None else None
     return report
 
 

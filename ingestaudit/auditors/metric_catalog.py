@@ -9,10 +9,17 @@ from ingestaudit.auditors.registry import BUILTIN
 from ingestaudit.metrics.specs import MetricSpec, registered
 
 
+EXTRA_SPECS = ("ingestaudit.embedding_drift", "ingestaudit.events")
+"""Modules that declare metrics outside an auditor (embedding drift between runs, index freshness)."""
+
+
 def _load_builtin() -> None:
-    """Import every built-in auditor module once, so their specs are registered (they register on import)."""
+    """Import every built-in auditor module once, so their specs are registered (they register on import), and
+    `EXTRA_SPECS`."""
     for target in BUILTIN.values():
         import_module(target.partition(":")[0])
+    for module in EXTRA_SPECS:
+        import_module(module)
 
 
 def get(name: str) -> MetricSpec:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,14 @@ from ingestaudit.errors import IngestAuditError
 
 REPORT_FILES = ("report.json", "report.md", "report.html", "timings.json", "measurements.parquet", "gate.json")
 """The files ``ingestaudit run`` writes into ``--out``."""
+
+KEPT_VECTOR_FILE = re.compile(r"^vectors(-\d+(-questions)?\.npy|\.json|-keys\.parquet)$")
+"""Names of the files ``ingestaudit run --keep-vectors`` adds to ``--out`` (`ingestaudit.kept_vectors`)."""
+
+
+def is_report_file(name: str) -> bool:
+    """True for a file name a report folder may hold: `REPORT_FILES`, or a kept-vector file."""
+    return name in REPORT_FILES or bool(KEPT_VECTOR_FILE.match(name))
 
 STAGING_PREFIX = ".ingestaudit-tmp-"
 """Name prefix of the staging folders `ingestaudit.io` writes a report into before renaming it into place (hidden, so
@@ -96,7 +105,7 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
         except (InputFileError, ValueError, RecursionError):
             raw = None
     is_report = isinstance(raw, dict) and isinstance(raw.get("tool"), dict) and raw["tool"].get("name") == "ingestaudit"
-    foreign = [e for e in entries if e not in REPORT_FILES and not e.startswith(".")]
+    foreign = [e for e in entries if not is_report_file(e) and not e.startswith(".")]
     if not is_report or foreign:
         shown = ", ".join(foreign[:3] or entries[:3]) + (" ..." if len(foreign or entries) > 3 else "")
         raise OutFolderError(f"--out {out}: not an ingestaudit report folder (holds {shown}); nothing was written. "

@@ -225,6 +225,18 @@ def _index_overviews(report: Report) -> list[tuple[str, list[str], list[str]]]:
     return out
 
 
+def _drift_lines(report: Report, *, markdown: bool = False) -> list[str]:
+    """The embedding drift section (`ingestaudit.embedding_drift.render_drift`) of the ``drift`` detail of stage
+    ``embedding`` (``run --baseline`` when both runs kept their vectors); none without it."""
+    found = [d.data for d in report.details if d.stage == "embedding" and d.name == "drift"
+             and isinstance(d.data, list)]
+    if not found:
+        return []
+    from ingestaudit.embedding_drift import render_drift
+
+    return render_drift(found[0], markdown=markdown)
+
+
 def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = False,
                          out_dir: Path | None = None, written: Sequence[str] = ()) -> str:
     """The terminal view as text (see the module docstring); every user-supplied string in it has its control
@@ -320,6 +332,7 @@ def render_markdown(report: Report) -> str:
             out += [f"- {md_code(pipe)}:"] + [f"  - **warning**: {_md(x)}" for x in warns]
             out += [f"  - {_md(x)}" for x in lines]
         out.append("")
+    out += _drift_lines(report, markdown=True)
     if report.details:
         out += ["## Details", "", "Tables too rich for rows, in report.json `details`:", ""]
         out += [f"- {_md(d.stage)} / {_md(d.pipeline) or '(all pipelines)'}: {md_code(d.name)}"
@@ -472,6 +485,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 {% if sweeps %}<section id="sweeps"><h2>Sweeps</h2>
 {% for s in sweeps %}{% if s.uri %}<figure><img class="plot" alt="{{ s.title }}" src="{{ s.uri }}"><figcaption class="muted">{{ s.caption }}</figcaption></figure>{% else %}<p class="muted flat">{{ s.caption }}</p>{% endif %}{% endfor %}
 </section>{% endif %}
+{% if drift %}<section id="drift"><h2>Embedding drift</h2><pre>{{ drift }}</pre></section>{% endif %}
 {% if index_notes %}<section id="index"><h2>Index audit</h2>
 {% for pipe, warns, lines in index_notes %}<h3>{{ pipe }}</h3><ul>{% for x in warns %}<li><strong>warning</strong>: {{ x }}</li>{% endfor %}{% for x in lines %}<li>{{ x }}</li>{% endfor %}</ul>{% endfor %}
 </section>{% endif %}
@@ -768,7 +782,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
         headline_legend=HEADLINE_LEGEND, conventions=run_conventions(report), headlines=hls,
         plots=_plots(report, hls), sweeps=_sweeps(report),
-        index_notes=_index_overviews(report),
+        index_notes=_index_overviews(report), drift="\n".join(_drift_lines(report)[2:]),
         trends=trends, trends_caption=(f"the last {len(history[0])} runs of the history, headline values over all "
                                        "classes" if history else ""),
         paired=report.paired_tests, paired_methods=sorted({t.method for t in report.paired_tests}),

@@ -261,6 +261,7 @@ class Report(_Model):
     _timings: dict[str, Any] = PrivateAttr(default_factory=dict)
     _store_path: Path | None = PrivateAttr(default=None)  # where `measurements` (a StoreRef) is on disk
     _store_owned: bool = PrivateAttr(default=False)  # the store is the run's private file (it may be moved)
+    _kept_vectors: Path | None = PrivateAttr(default=None)  # --keep-vectors: the folder of the run's kept vectors
 
     @field_validator("config")
     @classmethod
@@ -307,6 +308,16 @@ class Report(_Model):
     @store_owned.setter
     def store_owned(self, value: bool) -> None:
         self._store_owned = value
+
+    @property
+    def kept_vectors(self) -> Path | None:
+        """The folder holding the run's kept vectors (``--keep-vectors``, `ingestaudit.kept_vectors`), which
+        `ingestaudit.io.write_report` moves beside report.json; None without the switch."""
+        return self._kept_vectors
+
+    @kept_vectors.setter
+    def kept_vectors(self, value: Path | None) -> None:
+        self._kept_vectors = value
 
     @property
     def timings(self) -> dict[str, Any]:
