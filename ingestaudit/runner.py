@@ -34,7 +34,7 @@ from ingestaudit.document_steps import auditor as _auditor
 from ingestaudit.measurement import Measurement, State
 from ingestaudit.parsers.routing import parser_spec
 from ingestaudit.pipeline import Pipeline
-from ingestaudit.pipeline_provenance import environment, pipeline_info
+from ingestaudit.pipeline_provenance import environment, pipeline_info, stage_info
 from ingestaudit.questions import QuestionSet
 from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
@@ -400,7 +400,7 @@ def _keep_vectors(keeper: Any, p: int, pipe: Pipeline, docs: list[DocChunks], qu
     texts the retrieval audit embedded already)."""
     qs = list(questions.questions)
     qv = _question_embedder(pipe, config.run.cache_dir)([q.question for q in qs]) if qs else None
-    info = _stage_info("embedder", pipe.stage("embedder"), config.run.cache_dir).model_dump(mode="json")
+    info = stage_info("embedder", pipe.stage("embedder"), config.run.cache_dir).model_dump(mode="json")
     entry = keeper.add(p, pipe.name, docs, [q.id for q in qs], qv, info)
     note = {k: v for k, v in entry.items() if k != "question_ids"}
     return StageDetail(pipeline=pipe.name, stage="embedding", name="kept_vectors",
