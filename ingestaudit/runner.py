@@ -1084,6 +1084,7 @@ def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: An
 
     _LAST_PARSE.clear()  # the serial executor runs tasks in this process: never reuse a parse of an earlier run
     opts = _with_seed(config.auditor_options, config.run.seed, config.run.stages)  # the stages that may run
+    opts.setdefault("retrieval", {}).setdefault("context_budgets", list(config.run.context_budgets))
     if table_limit_problem(config):
         raise ValueError(table_limit_problem(config))
     opts.setdefault("tables", {})["max_tables"] = config.limits.tables  # the predicted side, checked in the worker

@@ -37,6 +37,8 @@ OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "exclude
 """Waterfall outcomes, in chain order."""
 
 DEFAULT_K = (1, 3, 5, 10)
+DEFAULT_BUDGETS = (2000,)
+"""Context budgets in characters (``[run] context_budgets``) of ``retrieval.span_recall@<B>ch``."""
 
 CONVENTIONS: dict[str, str] = {
     "evidence_item": "an evidence item counts once however many chunks hold it (it is found at the first rank that "
@@ -88,6 +90,19 @@ CONVENTIONS: dict[str, str] = {
     "intervals": "Wilson over questions for hit@k and filter_false_exclusion (one Bernoulli per question); for "
                  "every other metric a seeded percentile bootstrap over questions, resampling each question's "
                  "numerator and denominator together (evidence items and positions cluster within questions)",
+    "context_cost": "span_precision@k and iou@k are Chroma's precision and IoU (BaseEvaluation."
+                    "_scores_from_dataset_and_retrievals, brandonstarxel/chunking_evaluation): covered evidence "
+                    "characters (union) over the top-k chunks' characters summed as the model reads them (a chunk "
+                    "of another document costs its length; two overlapping chunks cost both), IoU adding the "
+                    "evidence characters not covered; a chunk's characters are its text's length",
+    "evidence_overlap": "option evidence_overlap: 'union' (default) counts a character inside two overlapping "
+                        "evidence spans once in span recall's denominator and in IoU's uncovered part; 'sum' counts "
+                        "it once per span, as Chroma's evaluator does",
+    "context_budget": "span_recall@<B>ch ([run] context_budgets, characters): ranked chunks are read in order until "
+                      "B characters are spent, the last one cut to what fits (its first characters, counted from "
+                      "its located start in the cleaned text); recall of the evidence characters inside that "
+                      "context. It is the headline retrieval metric when a run's pipelines differ in chunking: "
+                      "recall@k favours larger chunks, which hold more evidence and cost more context",
     "scored_results": "the pipeline's approximate index (what it serves); exact search only attributes waterfall "
                       "misses; a user's retrieval.jsonl or retriever is scored as returned and its misses are "
                       "missed_by_ranking",
@@ -95,8 +110,9 @@ CONVENTIONS: dict[str, str] = {
 """Every convention of the retrieval metrics that changes a number: printed in the report and in docs/metrics.md."""
 
 
-def metric_specs(ks: tuple[int, ...]) -> tuple[MetricSpec, ...]:
-    """The declarations of every retrieval metric for cutoffs ``ks`` (registered when an auditor is built)."""
+def metric_specs(ks: tuple[int, ...], budgets: tuple[int, ...] = DEFAULT_BUDGETS) -> tuple[MetricSpec, ...]:
+    """The declarations of every retrieval metric for cutoffs ``ks`` and context budgets ``budgets`` (characters;
+    registered when an auditor is built)."""
     specs = [
         MetricSpec("retrieval.rr", "reciprocal rank of the first chunk holding an evidence item within the top "
                    "`depth` results (0 when none; trec_eval's recip_rank on a run of that depth); its macro mean "
@@ -134,7 +150,20 @@ def metric_specs(ks: tuple[int, ...]) -> tuple[MetricSpec, ...]:
                        unit="chars"),
             MetricSpec(f"retrieval.outcome@{k}", f"share of evidence items per waterfall outcome at k = {k} (label: "
                        "the outcome; the shares of one pipeline and class sum to 1)", False, unit="evidence items"),
+            MetricSpec(f"retrieval.span_precision@{k}", f"evidence characters covered by the top-{k} chunks (union) "
+                       f"/ characters of the top-{k} chunks summed, as the model reads them (Chroma's precision, "
+                       "Smith & Troynikov 2024): what share of the context is evidence", True, unit="chars"),
+            MetricSpec(f"retrieval.iou@{k}", f"evidence characters covered by the top-{k} chunks / (top-{k} chunk "
+                       "characters summed + evidence characters not covered) (Chroma's IoU)", True, unit="chars"),
+            MetricSpec(f"retrieval.context_chars@{k}", f"characters of the top-{k} chunks summed, per question (the "
+                       "context an LLM prompt would carry; its mean over questions)", False, high=None,
+                       unit="chars", budget="5%"),
         ]
+    for b in budgets:
+        specs.append(MetricSpec(f"retrieval.span_recall@{b}ch", f"evidence characters inside a context of {b} "
+                                "characters (ranked chunks read in order, the last one cut to fit) / evidence "
+                                "characters: recall at an equal context budget, fair across chunk sizes", True,
+                                unit="chars"))
     return tuple(specs)
 
 
@@ -151,16 +180,25 @@ class RetrievalAuditor(PipelineAuditor):
             With the dense retriever the approximate index is searched once for ``depth`` results (FAISS HNSW then
             explores ``max(ef_search, depth)`` candidates).
         seed: unused by the metrics (kept for the run's seed convention).
+        context_budgets: budgets in characters of ``retrieval.span_recall@<B>ch`` (ints >= 1; the runner passes
+            ``[run] context_budgets``).
+        evidence_overlap: ``"union"`` or ``"sum"`` (`ingestaudit.metrics.context`; the ``evidence_overlap``
+            convention).
 
     Raises:
-        ValueError: an empty or non-positive ``k``, or ``depth`` below the largest k.
+        ValueError: an empty or non-positive ``k``, ``depth`` below the largest k, a budget that is not an int >= 1
+            (message names ``[run] context_budgets``) or an unknown ``evidence_overlap``.
     """
 
     stage = "retrieval"
     metrics = METRICS
     conventions = CONVENTIONS
 
-    def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, depth: int | None = None, seed: int = 0):
+    def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, depth: int | None = None, seed: int = 0,
+                 context_budgets: list[int] | tuple[int, ...] = DEFAULT_BUDGETS, evidence_overlap: str = "union"):
+        from ingestaudit.metrics.context import EVIDENCE_OVERLAP
+
+
         try:
             ks = tuple(sorted({int(x) for x in k}))
         except (TypeError, ValueError):
@@ -169,14 +207,23 @@ class RetrievalAuditor(PipelineAuditor):
             raise ValueError("retrieval k must be a non-empty list of integers >= 1")
         if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < ks[-1]):
             raise ValueError(f"retrieval depth must be an integer >= the largest k ({ks[-1]}), got {depth!r}")
+        bad = [b for b in context_budgets if isinstance(b, bool) or not isinstance(b, int) or b < 1]
+        if bad or not context_budgets:
+            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
+                             f"got {list(context_budgets)!r}")
+        if evidence_overlap not in EVIDENCE_OVERLAP:
+            raise ValueError(f"retrieval evidence_overlap must be one of {EVIDENCE_OVERLAP}, got {evidence_overlap!r}")
         self.k = ks
         self.depth = depth if depth is not None else ks[-1]
         self.seed = seed
-        self.metrics = metric_specs(ks)
+        self.budgets = tuple(sorted(set(context_budgets)))
+        self.evidence_overlap = evidence_overlap
+        self.metrics = metric_specs(ks, self.budgets)
         register(*self.metrics)
 
     def options(self) -> dict[str, Any]:
-        return {"k": list(self.k), "depth": self.depth, "conventions": dict(CONVENTIONS)}
+        return {"k": list(self.k), "depth": self.depth, "context_budgets": list(self.budgets),
+                "evidence_overlap": self.evidence_overlap, "conventions": dict(CONVENTIONS)}
 
     def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
         return _Run(self, ctx).result()
@@ -302,7 +349,8 @@ class _Run:
 
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
                   allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]]) -> None:
-        from ingestaudit.metrics.ranking import ranking_metrics, span_recall_at_k
+        from ingestaudit.metrics.context import RankedChunk, budget_recall, context_scores
+        from ingestaudit.metrics.ranking import ranking_metrics
 
         grades = {i: ev.grade for i, ev in enumerate(q.relevant)}
         held = [self._holding_rows(q, i) for i in range(len(q.relevant))]
@@ -325,15 +373,24 @@ class _Run:
                 score = Score.ratio(metric, r.numerator, r.denominator)
             out.item_scores.append((q.id, "question", cls, score))
         spans = [(ev.doc, ev.start, ev.end) for ev in q.relevant if ev.kind == "span"]
-        covered = [self._covered(q, j) for j in ann_rank]
+        pieces = [self._covered(q, j) for j in ann_rank]
+        context = [RankedChunk(len(self.docs[self.table.rows[j][0]].texts[self.table.rows[j][1]]), tuple(p))
+                   for j, p in zip(ann_rank, pieces)]
         for k in self.ks:
-            if spans:
-                r = span_recall_at_k(covered, spans, k)
-                out.item_scores.append((q.id, "question", cls,
-                                        Score.ratio(f"retrieval.span_recall@{k}", r.numerator, r.denominator)))
-            else:
-                out.item_scores.append((q.id, "question", cls, Score.missing(
-                    f"retrieval.span_recall@{k}", State.NO_REFERENCE, "no span evidence")))
+            scores = context_scores(context, spans, k, evidence_overlap=self.a.evidence_overlap)
+            rows = [("span_recall", "recall"), ("span_precision", "precision"), ("iou", "iou")]
+            for name, key in rows:
+                r = scores[key]
+                out.item_scores.append((q.id, "question", cls, Score.ratio(
+                    f"retrieval.{name}@{k}", r.numerator, r.denominator) if spans else Score.missing(
+                    f"retrieval.{name}@{k}", State.NO_REFERENCE, "no span evidence")))
+            out.item_scores.append((q.id, "question", cls, Score.ratio(
+                f"retrieval.context_chars@{k}", scores["chars"].numerator, 1)))
+        for b in self.a.budgets:
+            r = budget_recall(context, spans, b, evidence_overlap=self.a.evidence_overlap)
+            out.item_scores.append((q.id, "question", cls, Score.ratio(
+                f"retrieval.span_recall@{b}ch", r.numerator, r.denominator) if spans else Score.missing(
+                f"retrieval.span_recall@{b}ch", State.NO_REFERENCE, "no span evidence")))
         allowed_set = None if allowed is None else set(allowed.tolist())
         self._filters(out, q, cls, held, ann_rank, allowed_set)
         exact_pos = {j: p for p, j in enumerate(exact_rank)}
@@ -377,8 +434,9 @@ class _Run:
             return "missed_by_ann"
         return "missed_by_ranking"
 
-    def _covered(self, q: Any, row: int) -> list[tuple[str, int, int]]:
-        """Reference intervals of the question's evidence spans that chunk ``row`` covers."""
+    def _covered(self, q: Any, row: int) -> list[tuple[str, int, int, int]]:
+        """Reference intervals of the question's evidence spans that chunk ``row`` covers, each with where it
+        starts in the chunk (`ingestaudit.metrics.context.Piece`)."""
         doc_id, c = self.table.rows[row]
         d = self.docs[doc_id]
         out = []
@@ -386,7 +444,8 @@ class _Run:
             if ev.doc == doc_id and ev.kind == "span":
                 trace = d.evidence.get((q.id, i))
                 if trace is not None:
-                    out += [(doc_id, s, e) for s, e in trace.covered.get(c, [])]
+                    runs = trace.covered.get(c, [])
+                    out += [(doc_id, s, e, off) for (s, e), off in zip(runs, trace.offsets[c] if runs else [])]
         return out
 
     def _filters(self, out: PipelineResult, q: Any, cls: str, held: list[list[int]], ann_rank: list[int],
