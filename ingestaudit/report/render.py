@@ -27,8 +27,9 @@ from ingestaudit.report.escape import md_code, md_text, safe_for_terminal, termi
 from ingestaudit.report.paired import PAIRING
 from ingestaudit.report.schema import ALL_CLASSES, Report
 from ingestaudit.report.rows import distinct, item_keys
-from ingestaudit.report.tables import (Headline, class_tables, direction, failure_groups, g4, headlines,
-                                      measurement_rows)
+from ingestaudit.report.tables import (BUDGET_HEADLINE, STAGE_ORDER, Headline, chunking_differs, class_tables,
+                                      direction, failure_groups, g4, headlines, measurement_rows)
+from ingestaudit.report.verdict import DECIDING_TEST, verdict_lines
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
           "other states counted after n; 'corpus of N docs' = one value computed over the class. "
@@ -50,6 +51,27 @@ def terminal_width(default: int = 100) -> int:
     if sys.stdout.isatty():
         return shutil.get_terminal_size((default, 24)).columns
     return default
+
+
+def _verdict(report: Report) -> list[str]:
+    """The verdict's lines (`ingestaudit.report.verdict.verdict_lines`), none for a single-pipeline report."""
+    return verdict_lines(report.verdict, STAGE_ORDER) if report.verdict else []
+
+
+def _verdict_legend(report: Report) -> str:
+    """How the verdict decides, and why retrieval's headline is budget recall when it is."""
+    text = (f"verdict: the best pipeline against the runner-up on each class's key metrics, over the items both "
+            f"measured; decided by the {DECIDING_TEST}, only when no other key metric of the best is significantly "
+            "worse; [95% paired bootstrap interval of the difference]; every comparison in report.json 'verdict'")
+    if any(v.metric.startswith("retrieval.span_recall@") and v.metric.endswith("ch") for v in report.verdict or ()):
+        text += "; " + BUDGET_HEADLINE
+    return text
+
+
+def _headline_legend(report: Report) -> str:
+    if chunking_differs(report.pipelines) and len(report.pipelines) > 1:
+        return HEADLINE_LEGEND + "; " + BUDGET_HEADLINE
+    return HEADLINE_LEGEND
 
 
 def _header(report: Report) -> list[str]:
@@ -226,7 +248,8 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
     """The terminal view as text (see the module docstring); every user-supplied string in it has its control
     characters made visible (`ingestaudit.report.escape.safe_for_terminal`)."""
     report = safe_for_terminal(report)
-    lines = [w for line in _header(report) for w in _wrap(line, width)]
+    lines = [w for line in _verdict(report) for w in _wrap(line, width)]
+    lines += [w for line in _header(report) for w in _wrap(line, width)]
     if verbose:
         lines += textwrap.wrap(LEGEND, width=width)
         for t in class_tables(report, digits=4):
@@ -238,7 +261,9 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
     else:
         for h in headlines(report):
             lines += [""] + _headline_block(h, width)
-        lines += [""] + textwrap.wrap(HEADLINE_LEGEND, width=width)
+        lines += [""] + textwrap.wrap(_headline_legend(report), width=width)
+        if report.verdict:
+            lines += textwrap.wrap(_verdict_legend(report), width=width)
     lines += [w for line in run_conventions(report) for w in _wrap(line, width)]
     fails = _failure_lines(report, width)
     if fails:
@@ -279,8 +304,12 @@ def _md(text: str) -> str:
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown: header, headline per class, paired tests, one full table per class,
     settings, failures."""
-    out = ["# ingestaudit report", "", *(f"- {_md(line)}" for line in _header(report)), ""]
-    out += ["## Headline", "", HEADLINE_LEGEND, ""]
+    out = ["# ingestaudit report", ""]
+    if report.verdict:
+        out += ["## Verdict", "", *(f"- {_md(line)}" for line in _verdict(report)), "", _md(_verdict_legend(report)),
+                ""]
+    out += [*(f"- {_md(line)}" for line in _header(report)), ""]
+    out += ["## Headline", "", _headline_legend(report), ""]
     out += [*(f"- {_md(line)}" for line in run_conventions(report)), ""] if run_conventions(report) else []
     for h in headlines(report):
         out += [f"### {_md(h.doc_class)}", ""]
@@ -744,7 +773,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
     env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
-        headline_legend=HEADLINE_LEGEND, conventions=run_conventions(report), headlines=hls,
+        headline_legend=_headline_legend(report), conventions=run_conventions(report), headlines=hls,
         plots=_plots(report, hls), sweeps=_sweeps(report),
         index_notes=_index_overviews(report),
         trends=trends, trends_caption=(f"the last {len(history[0])} runs of the history, headline values over all "
