@@ -81,6 +81,8 @@ class DocChunks:
     tokens: list[int] = field(default_factory=list)
     embed_stats: dict[str, Any] = field(default_factory=dict)  # the embedder's counter increments for these chunks
     intervals: list[tuple[int, int] | None] = field(default_factory=list)  # located [start, end) in the cleaned text
+    ref_intervals: list[tuple[int, int] | None] = field(default_factory=list)  # the smallest reference interval
+    # holding every reference character a chunk reaches (None: not located, or no reference text)
 
 
 @dataclass
@@ -309,7 +311,9 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                  else np.zeros(0, dtype=np.int64) for loc in located]
     doc = DocChunks(doc_id, doc_class, State.OK if chunks else State.NO_PREDICTION,
                     "" if chunks else "the chunker returned no chunk", texts, pages, sections, meta,
-                    intervals=list(located))
+                    intervals=list(located),
+                    ref_intervals=[to_ref.project(loc[0], loc[1]) if (loc and to_ref is not None) else None
+                                   for loc in located])
     tokens: list[int] = []
     if embedder is not None and texts and embed_chunks:
         tokens = list(embedder.count_tokens(texts))

@@ -300,8 +300,9 @@ class _Run:
                 unscored["failed"] += 1
                 continue
             self._note_confidence(top1, unscored, q.id, confidence)
-            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall)
+            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score)
         out.timings["query_latency_ms"] = _latency_summary(latencies)
+        out.timings["latency_by_question_ms"] = {q.id: float(v) for q, v in zip(qs, latencies) if np.isfinite(v)}
         out.timings["embedding"] = self._embedding_cost(qstats)
         out.corpus_scores += self._auroc(top1, unscored)
         out.details["waterfall"] = {"k": kmax, "outcomes": list(OUTCOMES),
@@ -347,8 +348,24 @@ class _Run:
             return []
         return [self.table.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.table.row_of]
 
+    def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None) -> dict[str, Any]:
+        """What ``questions/<pipeline>.jsonl`` shows of one question (the detail of its ``retrieval.rr`` row): its
+        text and the top (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start``/``end`` the
+        smallest reference interval holding the chunk's reference characters (None without one), ``score`` the
+        retriever's for rank 1 (the retrieve step keeps no other), ``holds`` the evidence items the chunk holds."""
+        results = []
+        for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
+            doc_id, c = self.table.rows[j]
+            refs = self.docs[doc_id].ref_intervals
+            span = refs[c] if c < len(refs) else None
+            results.append({"rank": rank, "doc": doc_id, "chunk": c, "start": span[0] if span else None,
+                            "end": span[1] if span else None, "score": top1 if rank == 1 else None,
+                            "holds": sorted(held), "hit": bool(held)})
+        return {"question": q.question, "results": results}
+
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
-                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]]) -> None:
+                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]], top1: float | None = None
+                  ) -> None:
         from ingestaudit.metrics.context import RankedChunk, budget_recall, context_scores
         from ingestaudit.metrics.ranking import ranking_metrics
 
@@ -369,6 +386,8 @@ class _Run:
             if base in terms:  # a per-question value / 1: its mean over questions is MAP, mean nDCG (rr is already)
                 num, den = terms[base]
                 score = Score.ratio(metric, r.value, 1, detail={num: r.numerator, den: r.denominator})
+            elif key == "rr":  # the question's results, for questions/<pipeline>.jsonl (ingestaudit.report.questions)
+                score = Score.ratio(metric, r.numerator, r.denominator, detail=self._listing(q, ranked, ann_rank, top1))
             else:
                 score = Score.ratio(metric, r.numerator, r.denominator)
             out.item_scores.append((q.id, "question", cls, score))

@@ -14,6 +14,9 @@ from ingestaudit.errors import IngestAuditError
 REPORT_FILES = ("report.json", "report.md", "report.html", "timings.json", "measurements.parquet")
 """The files ``ingestaudit run`` writes into ``--out``."""
 
+REPORT_DIRS = ("questions", "runs")
+"""The folders ``ingestaudit run`` writes into ``--out`` (one file per pipeline: `ingestaudit.report.questions`)."""
+
 STAGING_PREFIX = ".ingestaudit-tmp-"
 """Name prefix of the staging folders `ingestaudit.io` writes a report into before renaming it into place (hidden, so
 `check_out_folder` tolerates them)."""
@@ -72,8 +75,8 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
     when it holds the report of a different corpus (``fingerprint`` differs), which the run will replace.
 
     A folder is an ingestaudit report folder when it is absent or empty, or when its ``report.json`` is a JSON
-    object with ``tool.name == "ingestaudit"``; its other entries must be files `REPORT_FILES` lists or hidden
-    files (the temporary files of an interrupted write).
+    object with ``tool.name == "ingestaudit"``; its other entries must be files `REPORT_FILES` lists, folders
+    `REPORT_DIRS` lists or hidden files (the temporary files of an interrupted write).
 
     Raises:
         OutFolderError: ``out`` is a file, or a folder of other files.
@@ -96,7 +99,8 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
         except (InputFileError, ValueError, RecursionError):
             raw = None
     is_report = isinstance(raw, dict) and isinstance(raw.get("tool"), dict) and raw["tool"].get("name") == "ingestaudit"
-    foreign = [e for e in entries if e not in REPORT_FILES and not e.startswith(".")]
+    foreign = [e for e in entries if e not in REPORT_FILES and not e.startswith(".")
+               and not (e in REPORT_DIRS and (out / e).is_dir() and not (out / e).is_symlink())]
     if not is_report or foreign:
         shown = ", ".join(foreign[:3] or entries[:3]) + (" ..." if len(foreign or entries) > 3 else "")
         raise OutFolderError(f"--out {out}: not an ingestaudit report folder (holds {shown}); nothing was written. "

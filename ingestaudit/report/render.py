@@ -272,7 +272,7 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
         lines += [w for x in warns for w in _wrap(f"index · {pipe}: {x}", width)]
     if out_dir is not None:
         main_file = next((f for f in ("report.html", "report.md", "report.json") if f in written), "report.json")
-        others = [f for f in written if f != main_file]
+        others = list(dict.fromkeys(f.split("/", 1)[0] + "/" if "/" in f else f for f in written if f != main_file))
         lines += [""] + _wrap(f"full report: {Path(out_dir) / main_file}"
                               + (f" (also {', '.join(others)})" if others else "")
                               + ("" if verbose else "; --verbose prints every row"), width)

@@ -122,8 +122,8 @@ def choose_keys(available: Iterable[tuple[str, str]],
 
 
 BUDGET_HEADLINE = ("the pipelines differ in chunking: retrieval's headline is span recall at an equal context "
-                   "budget (span_recall@<B>ch), since recall@k favours larger chunks, which hold more evidence and "
-                   "cost more context")
+                   "budget of characters (retrieval.span_recall@2000ch for 2,000), since recall@k favours larger "
+                   "chunks, which hold more evidence and cost more context")
 """The legend line of a headline whose retrieval key is the budget recall (`headline_keys`)."""
 
 
