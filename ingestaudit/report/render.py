@@ -478,6 +478,9 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <p>ingestaudit {{ tool_version }} · report schema {{ schema_version }}</p></header>
 <nav><a href="#headline">Headline</a>{% if sweeps %}<a href="#sweeps">Sweeps</a>{% endif %}{% if trends %}<a href="#trends">Trends</a>{% endif %}<a href="#paired">Paired tests</a><a href="#rows">Every row</a><a href="#failures">Failures ({{ n_failures }})</a><a href="#settings">Settings</a><a href="#items">Items</a></nav>
 <main>
+{% if verdict %}<section id="verdict"><h2>Verdict</h2>
+{% for line in verdict %}<p class="verdict">{{ line }}</p>{% endfor %}
+<p class="muted">{{ verdict_legend }}</p></section>{% endif %}
 <section id="headline"><h2>Headline per class</h2>
 <p class="muted">{{ headline_legend }}</p>
 {% for c in conventions %}<p class="muted convention">{{ c }}</p>{% endfor %}
@@ -773,6 +776,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
     env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
+        verdict=_verdict(report), verdict_legend=_verdict_legend(report) if report.verdict else "",
         headline_legend=_headline_legend(report), conventions=run_conventions(report), headlines=hls,
         plots=_plots(report, hls), sweeps=_sweeps(report),
         index_notes=_index_overviews(report),

@@ -116,7 +116,13 @@ def test_terminal_and_markdown_open_with_the_verdict():
     md = render_markdown(report)
     assert md.startswith("# ingestaudit report\n\n## Verdict\n\n- no decision \\[c\\]: B vs A") or \
         md.startswith("# ingestaudit report\n\n## Verdict\n\n- no decision [c]: B vs A"), md[:200]
+    from ingestaudit.report.render import render_html
+
+    html = render_html(report)
+    assert html.index('<section id="verdict"><h2>Verdict</h2>') < html.index('<section id="headline">')
+    assert "no decision [c]: B vs A (retrieval.rr +0.50" in html
     one = build([_q(0, "A", "retrieval.rr", 0.5)], pipelines=["A"], auditors={})
+    assert 'id="verdict"' not in render_html(one)
     assert "verdict" not in render_terminal_text(one, width=200).splitlines()[0]
     assert "## Verdict" not in render_markdown(one)
 
