@@ -109,3 +109,14 @@ def test_a_report_folders_question_files_are_replaced_and_stale_ones_removed(tmp
         stage.commit(last="questions/a.jsonl")
     assert sorted(p.name for p in (out / "questions").iterdir()) == ["a.jsonl"]
     assert (out / "questions" / "a.jsonl").read_text() == "3\n"
+
+
+def test_report_html_has_a_question_view_misses_first(sweep):
+    out, _ = sweep
+    html = (out / "report.html").read_text()
+    view = html.split('<section id="questions">', 1)[1].split("</section>", 1)[0]
+    rows = view.split("<tr>")[2:]
+    assert rows[0].startswith("<td><code>demo-14</code>") and rows[0].count("MISS") == 2
+    demo01 = next(r for r in rows if r.startswith("<td><code>demo-01</code>"))
+    assert "HIT @3" in demo01 and "HIT @4" in demo01  # size=300 holds it at rank 3, size=1200 at rank 4
+    assert html.index('id="verdict"') < html.index('id="headline"')

@@ -193,3 +193,22 @@ def listing(found: dict[str, list[dict[str, Any]]], *, qid: str | None = None, p
         timing = (f"latency p50 {p50:.2f} ms, p95 {p95:.2f} ms (nearest rank, {len(lat)} queries)" if lat
                   else "latency: not recorded")
         yield f"{p}: {hits} of {len(recs)} questions with a hit in the top results (misses: {len(recs) - hits}); {timing}"
+
+
+def question_table(found: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """The HTML view's rows, one per question: ``{id, class, question, cells}`` with per pipeline (in ``found``'s
+    order) the rank of its first hit, or 0 for a miss, or None when that pipeline has no record; questions some
+    pipeline missed first (then by id), at most ``limit``."""
+    pipes = list(found)
+    by_q: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in pipes:
+        for rec in found[p]:
+            by_q.setdefault(rec["id"], {})[p] = rec
+    rows = []
+    for q, recs in by_q.items():
+        first = next(iter(recs.values()))
+        cells = [None if p not in recs else next((x["rank"] for x in recs[p]["results"] if x.get("hit")), 0)
+                 for p in pipes]
+        rows.append({"id": q, "class": first.get("class", ""), "question": first.get("question", ""), "cells": cells})
+    rows.sort(key=lambda r: (0 not in r["cells"], r["id"]))
+    return rows[:limit]

@@ -29,6 +29,7 @@ from ingestaudit.report.schema import ALL_CLASSES, Report
 from ingestaudit.report.rows import distinct, item_keys
 from ingestaudit.report.tables import (BUDGET_HEADLINE, STAGE_ORDER, Headline, chunking_differs, class_tables,
                                       direction, failure_groups, g4, headlines, measurement_rows)
+from ingestaudit.report.questions import question_records, question_table
 from ingestaudit.report.verdict import DECIDING_TEST, verdict_lines
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
@@ -551,6 +552,10 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <details><summary>Whole configuration</summary><pre>{{ config_json }}</pre></details>
 <details><summary>Environment</summary><pre>{{ env_json }}</pre></details>
 </section>
+{% if questions %}<section id="questions"><h2>Questions</h2><p class="muted">{{ questions_caption }}</p>
+<table><tr><th>question</th><th>class</th>{% for p in questions_pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
+{% for q in questions %}<tr><td><code>{{ q.id }}</code> <small>{{ q.question }}</small></td><td>{{ q["class"] }}</td>{% for c in q.cells %}<td class="num">{% if c is none %}—{% elif c == 0 %}<span class="state-error">MISS</span>{% else %}<span class="state-ok">HIT @{{ c }}</span>{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</table></section>{% endif %}
 <section id="items"><h2>Items</h2><p class="muted">{{ items_caption }}</p>
 {% for it in items %}<details><summary><code>{{ it.item }}</code> <small>{{ it.kind }} · {{ it.doc_class }} · {{ it.summary }}</small></summary>
 <table><tr><th>metric</th>{% for p in it.pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
@@ -750,6 +755,13 @@ def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
     return out, caption
 
 
+def _question_records(report: Report) -> dict[str, list[dict[str, Any]]]:
+    """Per pipeline (report order) the question records of `ingestaudit.report.questions.question_records`, from
+    the report's retrieval.rr rows (none without questions)."""
+    found = question_records(measurement_rows(report, metrics=("retrieval.rr",), item_kind="question"))
+    return {p.name: found[p.name] for p in report.pipelines if p.name in found}
+
+
 def _html_value(value: Any) -> Any:
     """Every value the HTML template prints, before jinja2 escapes it: control characters made visible (they are
     invalid in HTML, and a terminal that shows the page's source would obey them); newlines and tabs kept."""
@@ -772,6 +784,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
     question_tests = [d.data for d in report.details if d.stage == "retrieval" and d.name == "paired_question_tests"
                       and isinstance(d.data, dict) and isinstance(d.data.get("tests"), list)]
     items, items_caption = _drill_items(report)
+    found = _question_records(report)
     trends = _trend_plots(report, history)
     env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
@@ -790,4 +803,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
         auditors=sorted((report.config.get("auditors") or {}).items()),
         config_json=json.dumps(report.config, indent=1, sort_keys=True, ensure_ascii=False, default=str),
         env_json=json.dumps(report.environment, indent=1, sort_keys=True, ensure_ascii=False, default=str),
-        items=items, items_caption=items_caption, direction=direction, g4=g4, tojson=tojson)
+        items=items, items_caption=items_caption, questions_pipelines=list(found),
+        questions=question_table(found, MAX_DRILL_ITEMS),
+        questions_caption=(f"each question's first hit in the top results per pipeline (misses first; the first "
+                           f"{MAX_DRILL_ITEMS}); every result in questions/<pipeline>.jsonl"), direction=direction, g4=g4, tojson=tojson)
