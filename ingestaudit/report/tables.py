@@ -27,11 +27,17 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "language": ("language.macro_f1", "language.accuracy"),
     "pii": ("pii.f1",),
     "dedup": ("dedup.pairwise_f1", "dedup.bcubed_precision"),
-    "chunking": ("chunking.evidence_held",),
+    "chunking": ("chunking.boundary_splits", "chunking.evidence_held"),
     "index": ("index.recall@10",),
 }
 """Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
 K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
+
+KEY_LABELS = {"chunking.boundary_splits": "sentence"}
+"""The label a key metric is read under when it has several: chunking's key is the share of chunk boundaries that
+cut a sentence, which differs between chunkers (``chunking.evidence_held``, the share of evidence spans one chunk
+holds, is 1 for nearly every chunker of a sensible size, so it cannot tell pipelines apart; it stays in every row
+and is the key only when boundary_splits is absent)."""
 
 WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter",
                       "missed_by_ranking", "missed_by_ann", "retrieved")
@@ -114,7 +120,8 @@ def choose_keys(available: Iterable[tuple[str, str]],
             recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
             choice = max(recall, key=_at_k) if recall else None
         choice = choice or names[0]
-        labels = sorted(by_metric[choice], key=lambda lab: (lab != "", lab))  # "" first, then by name
+        preferred = KEY_LABELS.get(choice, "")
+        labels = sorted(by_metric[choice], key=lambda lab: (lab != preferred, lab != "", lab))  # preferred, "", name
         if valued is not None:
             labels.sort(key=lambda lab: (choice, lab) not in valued)  # stable: the order above within each group
         out[stage] = (choice, labels[0])
