@@ -443,8 +443,7 @@ def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | No
 
     stage.write_text("report.json", report.to_json())
     stage.write_text("report.md", render_markdown(report))
-    if report.store_path is not None:
-        write_question_files(stage, report.store_path, report.timings)
+    write_question_files(stage, report)
     history = trend() if trend is not None else None
     stage.write_text("report.html", render_html(report, history=history))
     if report.timings:

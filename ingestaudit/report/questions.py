@@ -78,29 +78,24 @@ def trec_run(pipeline: str, records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def write_question_files(stage: Any, store: Path, timings: dict[str, Any]) -> None:
+def write_question_files(stage: Any, report: Any) -> None:
     """Stage ``questions/<pipeline>.jsonl`` and ``runs/<pipeline>.trec`` for every pipeline with retrieval results in
-    the measurement store ``store`` (nothing for a run without questions). ``stage`` is the report's
-    `ingestaudit.io.StagedOutput`."""
+    the report's measurement store (nothing for a run without questions). ``stage`` is the report's
+    `ingestaudit.io.StagedOutput`; the waterfall's cutoff is the largest of the retrieval auditor's ``k``."""
     from ingestaudit.report.rows import iter_store_rows
 
-    metrics = {"retrieval.rr"}
-    outcome = [m for m in _metrics(store) if m.startswith("retrieval.outcome@")]
-    if outcome:
-        metrics.add(max(outcome, key=lambda m: int(m.rsplit("@", 1)[1])))
-    latency = {p: (t.get("retrieval") or {}).get("latency_by_question_ms") or {} for p, t in (timings or {}).items()}
-    found = question_records(iter_store_rows(store, metrics=metrics, item_kind="question"), latency)
+    ks = ((report.config.get("auditors") or {}).get("retrieval") or {}).get("k") or []
+    if not ks or report.store_path is None:
+        return
+    metrics = {"retrieval.rr", f"retrieval.outcome@{max(ks)}"}
+    latency = {p: (t.get("retrieval") or {}).get("latency_by_question_ms") or {}
+               for p, t in (report.timings or {}).items()}
+    found = question_records(iter_store_rows(report.store_path, metrics=metrics, item_kind="question"), latency)
     for pipeline, records in found.items():
         stem = file_stem(pipeline)
         stage.write_text(f"questions/{stem}.jsonl",
                          "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))
         stage.write_text(f"runs/{stem}.trec", trec_run(pipeline, records))
-
-
-def _metrics(store: Path) -> list[str]:
-    import pyarrow.parquet as pq
-
-    return sorted(set(pq.read_table(store, columns=["metric"]).column("metric").to_pylist()))
 
 
 def read_question_files(report_dir: Path) -> dict[str, list[dict[str, Any]]]:
