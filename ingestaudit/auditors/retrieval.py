@@ -198,7 +198,6 @@ class RetrievalAuditor(PipelineAuditor):
                  context_budgets: list[int] | tuple[int, ...] = DEFAULT_BUDGETS, evidence_overlap: str = "union"):
         from ingestaudit.metrics.context import EVIDENCE_OVERLAP
 
-
         try:
             ks = tuple(sorted({int(x) for x in k}))
         except (TypeError, ValueError):
@@ -302,7 +301,9 @@ class _Run:
             self._note_confidence(top1, unscored, q.id, confidence)
             self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score)
         out.timings["query_latency_ms"] = _latency_summary(latencies)
-        out.timings["latency_by_question_ms"] = {q.id: float(v) for q, v in zip(qs, latencies) if np.isfinite(v)}
+        if "source" not in got.timings and len(latencies) == len(qs):  # this run timed every question, in order
+            # (a user's retrieval.jsonl lists its latencies in file order, a failed query has none: not per question)
+            out.timings["latency_by_question_ms"] = {q.id: float(v) for q, v in zip(qs, latencies) if np.isfinite(v)}
         out.timings["embedding"] = self._embedding_cost(qstats)
         out.corpus_scores += self._auroc(top1, unscored)
         out.details["waterfall"] = {"k": kmax, "outcomes": list(OUTCOMES),
@@ -350,9 +351,10 @@ class _Run:
 
     def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None) -> dict[str, Any]:
         """What ``questions/<pipeline>.jsonl`` shows of one question (the detail of its ``retrieval.rr`` row): its
-        text and the top (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start``/``end`` the
-        smallest reference interval holding the chunk's reference characters (None without one), ``score`` the
-        retriever's for rank 1 (the retrieve step keeps no other), ``holds`` the evidence items the chunk holds."""
+        text and the top (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start`` and
+        ``end`` the smallest reference interval holding the chunk's reference characters (None without one),
+        ``score`` the retriever's for rank 1 (the retrieve step keeps no other), ``holds`` the evidence items the
+        chunk holds."""
         results = []
         for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
             doc_id, c = self.table.rows[j]
