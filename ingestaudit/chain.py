@@ -51,6 +51,9 @@ class EvidenceTrace:
             section path ends with the heading; page: the chunk starts on the page; doc: every chunk).
         best_chunk_coverage: the largest single-chunk coverage of a span (1.0/0.0 for other kinds).
         covered: per chunk index touching a span, the covered reference intervals (for span recall).
+        offsets: per chunk index of ``covered``, where each covered interval starts in the chunk (characters from
+            the chunk's located start in the cleaned text; a context budget that cuts the chunk keeps what lies
+            before the cut: `ingestaudit.metrics.context.budget_recall`).
     """
 
     parsed: float
@@ -58,6 +61,7 @@ class EvidenceTrace:
     holding: list[int] = field(default_factory=list)
     best_chunk_coverage: float = 0.0
     covered: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    offsets: dict[int, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,6 +85,8 @@ class DocChunks:
     tokens: list[int] = field(default_factory=list)
     embed_stats: dict[str, Any] = field(default_factory=dict)  # the embedder's counter increments for these chunks
     intervals: list[tuple[int, int] | None] = field(default_factory=list)  # located [start, end) in the cleaned text
+    ref_intervals: list[tuple[int, int] | None] = field(default_factory=list)  # the smallest reference interval
+    # holding every reference character a chunk reaches (None: not located, or no reference text)
 
 
 @dataclass
@@ -113,6 +119,17 @@ def _covered_runs(positions: np.ndarray) -> list[tuple[int, int]]:
     return [(int(s), int(e)) for s, e in zip(starts, ends)]
 
 
+def _run_offsets(runs: list[tuple[int, int]], to_ref: Any, located: tuple[int, int] | None) -> list[int]:
+    """Where each reference run starts in a chunk located at ``located`` (cleaned coordinates): the start of the
+    run's preimage in the cleaned text minus the chunk's start (0 when the chunk was not located: its runs are then
+    empty, since an unlocated chunk covers no reference position)."""
+    out = []
+    for s, e in runs:
+        pre = to_ref.preimage(s, e)
+        out.append(max(0, pre[0] - located[0]) if pre is not None and located is not None else 0)
+    return out
+
+
 def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref: Any | None,
                    chunk_positions: list[np.ndarray], chunk_sections: list[tuple[str, ...]],
                    chunk_pages: list[int | None], parsed_layout: Any, cleaned_text: str, parsed: ParsedDocument,
@@ -142,6 +159,8 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
             if share > 0:
                 pos = chunk_positions[i]
                 trace.covered[i] = _covered_runs(pos[(pos >= ev.start) & (pos < ev.end)])
+                trace.offsets[i] = _run_offsets(trace.covered[i], cleaned_to_ref,
+                                                (chunk_intervals or [None] * len(chunk_positions))[i])
         return trace
     if ev.kind == "section":
         want = section_key(ev.section or "")
@@ -369,7 +388,9 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                  else np.zeros(0, dtype=np.int64) for loc in located]
     doc = DocChunks(doc_id, doc_class, State.OK if chunks else State.NO_PREDICTION,
                     "" if chunks else "the chunker returned no chunk", texts, pages, sections, meta,
-                    intervals=list(located))
+                    intervals=list(located),
+                    ref_intervals=[to_ref.project(loc[0], loc[1]) if (loc and to_ref is not None) else None
+                                   for loc in located])
     tokens: list[int] = []
     if embedder is not None and texts and embed_chunks:
         tokens = list(embedder.count_tokens(texts))

@@ -528,7 +528,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
             run_id = append_run(history, report, label=label,
                                 verdict=report.gate.verdict if report.gate is not None else None)
             recorded = True
-            keys = list(headline_keys(report.summary).values())
+            keys = list(headline_keys(report.summary, report.pipelines).values())
             found_trend = trends(history, metrics=keys)
             console.print(terminal_text(f"history: run {run_id} appended to {history}"), highlight=False,
                           markup=False)
@@ -608,6 +608,26 @@ def report(
             _fail(f"{flag} {path}: cannot write ({describe(exc)})" + ("; nothing was written" if flag == views[0][0]
                                                                       else f"; {views[0][1]} was written"))
         _stderr().print(terminal_text(f"wrote {path}"), highlight=False, markup=False)
+
+
+@app.command()
+def questions(
+    report_dir: Annotated[Path, typer.Argument(help="A report folder written by 'ingestaudit run' (with questions).")],
+    id_: Annotated[Optional[str], typer.Option("--id", help="Only this question.")] = None,
+    pipeline: Annotated[Optional[str], typer.Option("--pipeline", help="Only this pipeline.")] = None,
+    misses: Annotated[bool, typer.Option("--misses", help="Only questions some pipeline missed.")] = False,
+) -> None:
+    """Every question's top results with HIT or MISS, the pipelines side by side, then per pipeline the totals and
+    p50/p95 latency (nearest rank): from the report folder's questions/<pipeline>.jsonl."""
+    from ingestaudit.report.questions import listing, read_question_files
+    from ingestaudit.report.render import terminal_width
+
+    try:
+        found = read_question_files(report_dir)
+        lines = list(listing(found, qid=id_, pipeline=pipeline, misses=misses, width=terminal_width()))
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    _print_view("\n".join(lines))
 
 
 @app.command()

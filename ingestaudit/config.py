@@ -11,6 +11,7 @@ Example::
     executor = "process"                    # serial | process | dask (scheduler = "tcp://HOST:PORT" for a cluster)
     worker_memory_mb = 4096                 # address space per worker (default: half the memory / workers; 0: none)
     min_span_coverage = 0.5                 # share of an evidence span one chunk must hold (printed in the report)
+    context_budgets = [2000]                # characters of context for retrieval.span_recall@<B>ch
 
     [pipelines.small-chunks]                # a named pipeline; stages left out take their defaults
     parser = "pymupdf"                      # or by extension: { pdf = "pymupdf", html = "unstructured", default = ... }
@@ -58,7 +59,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from ingestaudit.errors import ConfigurationError
 from ingestaudit.schema_keys import PAGES, unknown_key
@@ -93,6 +94,9 @@ class RunConfig(_Strict):
     min_span_coverage: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False, description="share of an "
                                      "evidence span's characters one chunk must hold to hold it (printed in the "
                                      "report)")
+    context_budgets: list[Any] = Field(default_factory=lambda: [2000], description="context budgets in characters "
+                                       "of retrieval.span_recall@<B>ch: ranked chunks read in order until B "
+                                       "characters are spent, the last one cut to fit (whole numbers >= 1)")
     cache_dir: str | None = Field(default=None, description="embedding cache folder (default: $INGESTAUDIT_CACHE "
                                                             "or ~/.cache/ingestaudit/embeddings)")
     executor: Literal["serial", "process", "dask"] = Field(default="process", description="how tasks run; never "
@@ -103,6 +107,16 @@ class RunConfig(_Strict):
                                                "process in MB (RLIMIT_AS; process executor and the local Dask "
                                                "cluster); default half the machine's memory / workers, at least "
                                                "4096; 0: no limit")
+
+
+    @field_validator("context_budgets")
+    @classmethod
+    def _budgets(cls, v: list[Any]) -> list[int]:
+        bad = [b for b in v if isinstance(b, bool) or not isinstance(b, int) or b < 1]
+        if bad or not v:
+            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
+                             f"got {v!r}")
+        return v
 
 
 class Limits(_Strict):

@@ -271,6 +271,8 @@ class StagedOutput:
         assert self.stage is not None, "StagedOutput used outside its with block"
         if name not in self.staged:
             self.staged.append(name)
+        if "/" in name:  # a file of a report folder (`ingestaudit.report.provenance.REPORT_DIRS`)
+            (self.stage / name).parent.mkdir(parents=True, exist_ok=True)
         return self.stage / name
 
     def write_text(self, name: str, text: str) -> None:
@@ -303,6 +305,7 @@ class StagedOutput:
                 backup.mkdir()
                 for name in {*order, *stale}:
                     if os.path.lexists(self.out / name):
+                        (backup / name).parent.mkdir(parents=True, exist_ok=True)
                         os.link(self.out / name, backup / name, follow_symlinks=False)
                         kept[name] = True
             except OSError:
@@ -316,6 +319,8 @@ class StagedOutput:
                     done.append(name)
                 for name in order:
                     current = name
+                    if "/" in name:
+                        (self.out / name).parent.mkdir(parents=True, exist_ok=True)
                     os.replace(self.stage / name, self.out / name)
                     done.append(name)
             except OSError as exc:
@@ -391,9 +396,13 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
     from ingestaudit.store import STORE_NAME, write_measurements
 
     from ingestaudit.kept_vectors import kept_files
+    from ingestaudit.report.provenance import REPORT_DIRS
 
+    folders = [Path(out) / d for d in REPORT_DIRS]
+    previous_files = [f"{d.name}/{f.name}" for d in folders if d.is_dir() and not d.is_symlink()
+                      for f in sorted(d.iterdir()) if f.is_file() and not f.name.startswith(".")]  # replaced or removed
     # kept vectors of an earlier run are managed too: removed when this report keeps none (or fewer pipelines)
-    with StagedOutput(out, REPORT_FILES + tuple(kept_files(out))) as stage:
+    with StagedOutput(out, (*REPORT_FILES, *kept_files(out), *previous_files)) as stage:
         staged = stage.path(STORE_NAME)
         try:
             if isinstance(report.measurements, StoreRef):
@@ -434,8 +443,11 @@ def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | No
     """`write_report` once the store is staged: report.json, the views, timings.json, then the commit."""
     from ingestaudit.report.render import render_html, render_markdown
 
+    from ingestaudit.report.questions import write_question_files
+
     stage.write_text("report.json", report.to_json())
     stage.write_text("report.md", render_markdown(report))
+    write_question_files(stage, report)
     history = trend() if trend is not None else None
     stage.write_text("report.html", render_html(report, history=history))
     if report.timings:

@@ -531,6 +531,7 @@ def _run(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: An
 
     forget_last_parse()  # the serial executor runs tasks in this process: never reuse a parse of an earlier run
     opts = _with_seed(config.auditor_options, config.run.seed, config.run.stages)  # the stages that may run
+    opts.setdefault("retrieval", {}).setdefault("context_budgets", list(config.run.context_budgets))
     if table_limit_problem(config):
         raise ValueError(table_limit_problem(config))
     opts.setdefault("tables", {})["max_tables"] = config.limits.tables  # the predicted side, checked in the worker
@@ -690,12 +691,16 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
                        confidence=config.report.confidence, extra=corpus_summary + p_summary)
     del acc
     release_memory(store.rows)
-    tests = []
+    tests, verdict = [], None
     if len(names) >= 2:
-        keys = list(headline_keys(summary).values())
+        from ingestaudit.report.verdict import build_verdict
+
+        keys = list(headline_keys(summary, infos).values())
         rows = list(_store_rows(path, metrics={m for m, _ in keys}, states=("ok",), detail=False))
         tests = paired_tests(rows, names, seed=config.run.seed, n_resamples=config.report.bootstrap_resamples,
                              confidence=config.report.confidence, keys=keys)
+        verdict = build_verdict(rows, names, keys, seed=config.run.seed,
+                                n_resamples=config.report.bootstrap_resamples, confidence=config.report.confidence)
         del rows
     report = Report(
         tool=ToolInfo(name="ingestaudit", version=__version__),
@@ -705,7 +710,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         config=effective, environment=environment(), pipelines=infos,
         measurements=StoreRef(file=STORE_NAME, sha256=digest, rows=store.rows), summary=summary,
         failures=listed, failures_total=total, failure_groups=groups, details=details, parse_warnings=warned,
-        paired_tests=tests)
+        paired_tests=tests, verdict=verdict)
     report.store_path = path
     report.store_owned = True
     report.timings = timings

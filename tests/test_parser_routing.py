@@ -286,3 +286,17 @@ def test_stages_and_parsers_list_the_extensions_each_parser_reads():
     assert parsers.exit_code == 0
     cols = {line.split("\t")[0]: line.split("\t")[3] for line in parsers.output.splitlines()}
     assert cols["pymupdf"] == "epub, oxps, pdf, xps" and cols["reference"] == "any"
+
+
+def test_a_routed_bake_off_has_a_verdict_over_every_item(tmp_path):
+    """Issue 25: routing makes every pipeline cover every item, so each verdict row pairs all of them."""
+    toml = ROUTED + '[pipelines.plain]\nparser = { default = "reference" }\n'
+    root = _corpus(tmp_path / "c", ACCEPTANCE, toml)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["run", str(root), "--pipeline", "mixed", "--pipeline", "plain", "--stage",
+                                 "extraction", "--out", str(out), "--executor", "serial"])
+    assert r.exit_code == 0, r.output
+    verdict = json.loads((out / "report.json").read_text())["verdict"]
+    assert {v["class"] for v in verdict} == {"mixed", "__all__"}
+    assert all(v["n_shared"] == v["n_items"] == 3 for v in verdict), verdict
+    assert all(v["best"] == "plain" for v in verdict if v["metric"] == "extraction.cer_norm")  # the reference text

@@ -62,7 +62,8 @@ def test_filters_exclude_evidence_and_recall_keeps_the_original_denominator(tmp_
     assert excluded == {"q1": 1.0, "q2": 0.0, "q3": 1.0, "q4": 0.0}
     # no option rebuilds the evidence after filtering: the retrieval options hold no such switch
     options = report["config"]["auditors"]["retrieval"]
-    assert set(options) == {"k", "depth", "conventions"} and "no option rebuilds" in options["conventions"]["filter"]
+    assert set(options) == {"k", "depth", "conventions", "context_budgets", "evidence_overlap"}  # issue 25's two
+    assert "no option rebuilds" in options["conventions"]["filter"]
     assert summary[("retrieval.recall@10", "")]["micro"] == 0.5  # never 1.00: the evidence is not rebuilt
     assert summary[("retrieval.outcome@10", "excluded_by_filter")]["micro"] == 0.5
     assert summary[("retrieval.outcome@10", "retrieved")]["micro"] == 0.5

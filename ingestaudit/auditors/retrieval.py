@@ -37,6 +37,8 @@ OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "exclude
 """Waterfall outcomes, in chain order."""
 
 DEFAULT_K = (1, 3, 5, 10)
+DEFAULT_BUDGETS = (2000,)
+"""Context budgets in characters (``[run] context_budgets``) of ``retrieval.span_recall@<B>ch``."""
 
 CONVENTIONS: dict[str, str] = {
     "evidence_item": "an evidence item counts once however many chunks hold it (it is found at the first rank that "
@@ -88,6 +90,19 @@ CONVENTIONS: dict[str, str] = {
     "intervals": "Wilson over questions for hit@k and filter_false_exclusion (one Bernoulli per question); for "
                  "every other metric a seeded percentile bootstrap over questions, resampling each question's "
                  "numerator and denominator together (evidence items and positions cluster within questions)",
+    "context_cost": "span_precision@k and iou@k are Chroma's precision and IoU (BaseEvaluation."
+                    "_scores_from_dataset_and_retrievals, brandonstarxel/chunking_evaluation): covered evidence "
+                    "characters (union) over the top-k chunks' characters summed as the model reads them (a chunk "
+                    "of another document costs its length; two overlapping chunks cost both), IoU adding the "
+                    "evidence characters not covered; a chunk's characters are its text's length",
+    "evidence_overlap": "option evidence_overlap: 'union' (default) counts a character inside two overlapping "
+                        "evidence spans once in span recall's denominator and in IoU's uncovered part; 'sum' counts "
+                        "it once per span, as Chroma's evaluator does",
+    "context_budget": "span_recall@<B>ch ([run] context_budgets, characters): ranked chunks are read in order until "
+                      "B characters are spent, the last one cut to what fits (its first characters, counted from "
+                      "its located start in the cleaned text); recall of the evidence characters inside that "
+                      "context. It is the headline retrieval metric when a run's pipelines differ in chunking: "
+                      "recall@k favours larger chunks, which hold more evidence and cost more context",
     "scored_results": "the pipeline's approximate index (what it serves); exact search only attributes waterfall "
                       "misses; a user's retrieval.jsonl or retriever is scored as returned and its misses are "
                       "missed_by_ranking",
@@ -95,8 +110,9 @@ CONVENTIONS: dict[str, str] = {
 """Every convention of the retrieval metrics that changes a number: printed in the report and in docs/metrics.md."""
 
 
-def metric_specs(ks: tuple[int, ...]) -> tuple[MetricSpec, ...]:
-    """The declarations of every retrieval metric for cutoffs ``ks`` (registered when an auditor is built)."""
+def metric_specs(ks: tuple[int, ...], budgets: tuple[int, ...] = DEFAULT_BUDGETS) -> tuple[MetricSpec, ...]:
+    """The declarations of every retrieval metric for cutoffs ``ks`` and context budgets ``budgets`` (characters;
+    registered when an auditor is built)."""
     specs = [
         MetricSpec("retrieval.rr", "reciprocal rank of the first chunk holding an evidence item within the top "
                    "`depth` results (0 when none; trec_eval's recip_rank on a run of that depth); its macro mean "
@@ -134,7 +150,20 @@ def metric_specs(ks: tuple[int, ...]) -> tuple[MetricSpec, ...]:
                        unit="chars"),
             MetricSpec(f"retrieval.outcome@{k}", f"share of evidence items per waterfall outcome at k = {k} (label: "
                        "the outcome; the shares of one pipeline and class sum to 1)", False, unit="evidence items"),
+            MetricSpec(f"retrieval.span_precision@{k}", f"evidence characters covered by the top-{k} chunks (union) "
+                       f"/ characters of the top-{k} chunks summed, as the model reads them (Chroma's precision, "
+                       "Smith & Troynikov 2024): what share of the context is evidence", True, unit="chars"),
+            MetricSpec(f"retrieval.iou@{k}", f"evidence characters covered by the top-{k} chunks / (top-{k} chunk "
+                       "characters summed + evidence characters not covered) (Chroma's IoU)", True, unit="chars"),
+            MetricSpec(f"retrieval.context_chars@{k}", f"characters of the top-{k} chunks summed, per question (the "
+                       "context an LLM prompt would carry; its mean over questions)", False, high=None,
+                       unit="chars", budget="5%"),
         ]
+    for b in budgets:
+        specs.append(MetricSpec(f"retrieval.span_recall@{b}ch", f"evidence characters inside a context of {b} "
+                                "characters (ranked chunks read in order, the last one cut to fit) / evidence "
+                                "characters: recall at an equal context budget, fair across chunk sizes", True,
+                                unit="chars"))
     return tuple(specs)
 
 
@@ -151,9 +180,14 @@ class RetrievalAuditor(Auditor):
             With the dense retriever the approximate index is searched once for ``depth`` results (FAISS HNSW then
             explores ``max(ef_search, depth)`` candidates).
         seed: unused by the metrics (kept for the run's seed convention).
+        context_budgets: budgets in characters of ``retrieval.span_recall@<B>ch`` (ints >= 1; the runner passes
+            ``[run] context_budgets``).
+        evidence_overlap: ``"union"`` or ``"sum"`` (`ingestaudit.metrics.context`; the ``evidence_overlap``
+            convention).
 
     Raises:
-        ValueError: an empty or non-positive ``k``, or ``depth`` below the largest k.
+        ValueError: an empty or non-positive ``k``, ``depth`` below the largest k, a budget that is not an int >= 1
+            (message names ``[run] context_budgets``) or an unknown ``evidence_overlap``.
     """
 
     stage = "retrieval"
@@ -162,7 +196,10 @@ class RetrievalAuditor(Auditor):
     reads = frozenset({CHAIN})
     conventions = CONVENTIONS
 
-    def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, depth: int | None = None, seed: int = 0):
+    def __init__(self, k: list[int] | tuple[int, ...] = DEFAULT_K, depth: int | None = None, seed: int = 0,
+                 context_budgets: list[int] | tuple[int, ...] = DEFAULT_BUDGETS, evidence_overlap: str = "union"):
+        from ingestaudit.metrics.context import EVIDENCE_OVERLAP
+
         try:
             ks = tuple(sorted({int(x) for x in k}))
         except (TypeError, ValueError):
@@ -171,14 +208,23 @@ class RetrievalAuditor(Auditor):
             raise ValueError("retrieval k must be a non-empty list of integers >= 1")
         if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < ks[-1]):
             raise ValueError(f"retrieval depth must be an integer >= the largest k ({ks[-1]}), got {depth!r}")
+        bad = [b for b in context_budgets if isinstance(b, bool) or not isinstance(b, int) or b < 1]
+        if bad or not context_budgets:
+            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
+                             f"got {list(context_budgets)!r}")
+        if evidence_overlap not in EVIDENCE_OVERLAP:
+            raise ValueError(f"retrieval evidence_overlap must be one of {EVIDENCE_OVERLAP}, got {evidence_overlap!r}")
         self.k = ks
         self.depth = depth if depth is not None else ks[-1]
         self.seed = seed
-        self.metrics = metric_specs(ks)
+        self.budgets = tuple(sorted(set(context_budgets)))
+        self.evidence_overlap = evidence_overlap
+        self.metrics = metric_specs(ks, self.budgets)
         register(*self.metrics)
 
     def options(self) -> dict[str, Any]:
-        return {"k": list(self.k), "depth": self.depth, "conventions": dict(CONVENTIONS)}
+        return {"k": list(self.k), "depth": self.depth, "context_budgets": list(self.budgets),
+                "evidence_overlap": self.evidence_overlap, "conventions": dict(CONVENTIONS)}
 
     def audit_pipeline(self, ctx: PipelineContext) -> PipelineResult:
         return _Run(self, ctx).result()
@@ -255,8 +301,11 @@ class _Run:
                 unscored["failed"] += 1
                 continue
             self._note_confidence(top1, unscored, q.id, confidence)
-            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall)
+            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score)
         out.timings["query_latency_ms"] = _latency_summary(latencies)
+        if "source" not in got.timings and len(latencies) == len(qs):  # this run timed every question, in order
+            # (a user's retrieval.jsonl lists its latencies in file order, a failed query has none: not per question)
+            out.timings["latency_by_question_ms"] = {q.id: float(v) for q, v in zip(qs, latencies) if np.isfinite(v)}
         out.timings["embedding"] = self._embedding_cost(qstats)
         out.corpus_scores += self._auroc(top1, unscored)
         out.details["waterfall"] = {"k": kmax, "outcomes": list(OUTCOMES),
@@ -302,9 +351,27 @@ class _Run:
             return []
         return [self.table.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.table.row_of]
 
+    def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None) -> dict[str, Any]:
+        """What ``questions/<pipeline>.jsonl`` shows of one question (the detail of its ``retrieval.rr`` row): its
+        text and the top (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start`` and
+        ``end`` the smallest reference interval holding the chunk's reference characters (None without one),
+        ``score`` the retriever's for rank 1 (the retrieve step keeps no other), ``holds`` the evidence items the
+        chunk holds."""
+        results = []
+        for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
+            doc_id, c = self.table.rows[j]
+            refs = self.docs[doc_id].ref_intervals
+            span = refs[c] if c < len(refs) else None
+            results.append({"rank": rank, "doc": doc_id, "chunk": c, "start": span[0] if span else None,
+                            "end": span[1] if span else None, "score": top1 if rank == 1 else None,
+                            "holds": sorted(held), "hit": bool(held)})
+        return {"question": q.question, "results": results}
+
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
-                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]]) -> None:
-        from ingestaudit.metrics.ranking import ranking_metrics, span_recall_at_k
+                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]], top1: float | None = None
+                  ) -> None:
+        from ingestaudit.metrics.context import RankedChunk, budget_recall, context_scores
+        from ingestaudit.metrics.ranking import ranking_metrics
 
         grades = {i: ev.grade for i, ev in enumerate(q.relevant)}
         held = [self._holding_rows(q, i) for i in range(len(q.relevant))]
@@ -323,19 +390,30 @@ class _Run:
             if base in terms:  # a per-question value / 1: its mean over questions is MAP, mean nDCG (rr is already)
                 num, den = terms[base]
                 score = Score.ratio(metric, r.value, 1, detail={num: r.numerator, den: r.denominator})
+            elif key == "rr":  # the question's results, for questions/<pipeline>.jsonl (ingestaudit.report.questions)
+                score = Score.ratio(metric, r.numerator, r.denominator, detail=self._listing(q, ranked, ann_rank, top1))
             else:
                 score = Score.ratio(metric, r.numerator, r.denominator)
             out.item_scores.append((q.id, "question", cls, score))
         spans = [(ev.doc, ev.start, ev.end) for ev in q.relevant if ev.kind == "span"]
-        covered = [self._covered(q, j) for j in ann_rank]
+        pieces = [self._covered(q, j) for j in ann_rank]
+        context = [RankedChunk(len(self.docs[self.table.rows[j][0]].texts[self.table.rows[j][1]]), tuple(p))
+                   for j, p in zip(ann_rank, pieces)]
         for k in self.ks:
-            if spans:
-                r = span_recall_at_k(covered, spans, k)
-                out.item_scores.append((q.id, "question", cls,
-                                        Score.ratio(f"retrieval.span_recall@{k}", r.numerator, r.denominator)))
-            else:
-                out.item_scores.append((q.id, "question", cls, Score.missing(
-                    f"retrieval.span_recall@{k}", State.NO_REFERENCE, "no span evidence")))
+            scores = context_scores(context, spans, k, evidence_overlap=self.a.evidence_overlap)
+            rows = [("span_recall", "recall"), ("span_precision", "precision"), ("iou", "iou")]
+            for name, key in rows:
+                r = scores[key]
+                out.item_scores.append((q.id, "question", cls, Score.ratio(
+                    f"retrieval.{name}@{k}", r.numerator, r.denominator) if spans else Score.missing(
+                    f"retrieval.{name}@{k}", State.NO_REFERENCE, "no span evidence")))
+            out.item_scores.append((q.id, "question", cls, Score.ratio(
+                f"retrieval.context_chars@{k}", scores["chars"].numerator, 1)))
+        for b in self.a.budgets:
+            r = budget_recall(context, spans, b, evidence_overlap=self.a.evidence_overlap)
+            out.item_scores.append((q.id, "question", cls, Score.ratio(
+                f"retrieval.span_recall@{b}ch", r.numerator, r.denominator) if spans else Score.missing(
+                f"retrieval.span_recall@{b}ch", State.NO_REFERENCE, "no span evidence")))
         allowed_set = None if allowed is None else set(allowed.tolist())
         self._filters(out, q, cls, held, ann_rank, allowed_set)
         exact_pos = {j: p for p, j in enumerate(exact_rank)}
@@ -379,8 +457,9 @@ class _Run:
             return "missed_by_ann"
         return "missed_by_ranking"
 
-    def _covered(self, q: Any, row: int) -> list[tuple[str, int, int]]:
-        """Reference intervals of the question's evidence spans that chunk ``row`` covers."""
+    def _covered(self, q: Any, row: int) -> list[tuple[str, int, int, int]]:
+        """Reference intervals of the question's evidence spans that chunk ``row`` covers, each with where it
+        starts in the chunk (`ingestaudit.metrics.context.Piece`)."""
         doc_id, c = self.table.rows[row]
         d = self.docs[doc_id]
         out = []
@@ -388,7 +467,8 @@ class _Run:
             if ev.doc == doc_id and ev.kind == "span":
                 trace = d.evidence.get((q.id, i))
                 if trace is not None:
-                    out += [(doc_id, s, e) for s, e in trace.covered.get(c, [])]
+                    runs = trace.covered.get(c, [])
+                    out += [(doc_id, s, e, off) for (s, e), off in zip(runs, trace.offsets[c] if runs else [])]
         return out
 
     def _filters(self, out: PipelineResult, q: Any, cls: str, held: list[list[int]], ann_rank: list[int],

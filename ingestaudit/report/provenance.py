@@ -23,6 +23,10 @@ def is_report_file(name: str) -> bool:
     """True for a file name a report folder may hold: `REPORT_FILES`, or a kept-vector file."""
     return name in REPORT_FILES or bool(KEPT_VECTOR_FILE.match(name))
 
+
+REPORT_DIRS = ("questions", "runs")
+"""The folders ``ingestaudit run`` writes into ``--out`` (one file per pipeline: `ingestaudit.report.questions`)."""
+
 STAGING_PREFIX = ".ingestaudit-tmp-"
 """Name prefix of the staging folders `ingestaudit.io` writes a report into before renaming it into place (hidden, so
 `check_out_folder` tolerates them)."""
@@ -81,8 +85,8 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
     when it holds the report of a different corpus (``fingerprint`` differs), which the run will replace.
 
     A folder is an ingestaudit report folder when it is absent or empty, or when its ``report.json`` is a JSON
-    object with ``tool.name == "ingestaudit"``; its other entries must be files `REPORT_FILES` lists or hidden
-    files (the temporary files of an interrupted write).
+    object with ``tool.name == "ingestaudit"``; its other entries must be files `REPORT_FILES` lists, folders
+    `REPORT_DIRS` lists or hidden files (the temporary files of an interrupted write).
 
     Raises:
         OutFolderError: ``out`` is a file, or a folder of other files.
@@ -105,7 +109,8 @@ def check_out_folder(out: Path, fingerprint: str | None = None) -> str:
         except (InputFileError, ValueError, RecursionError):
             raw = None
     is_report = isinstance(raw, dict) and isinstance(raw.get("tool"), dict) and raw["tool"].get("name") == "ingestaudit"
-    foreign = [e for e in entries if not is_report_file(e) and not e.startswith(".")]
+    foreign = [e for e in entries if not is_report_file(e) and not e.startswith(".")
+               and not (e in REPORT_DIRS and (out / e).is_dir() and not (out / e).is_symlink())]
     if not is_report or foreign:
         shown = ", ".join(foreign[:3] or entries[:3]) + (" ..." if len(foreign or entries) > 3 else "")
         raise OutFolderError(f"--out {out}: not an ingestaudit report folder (holds {shown}); nothing was written. "

@@ -27,8 +27,10 @@ from ingestaudit.report.escape import md_code, md_text, safe_for_terminal, termi
 from ingestaudit.report.paired import PAIRING
 from ingestaudit.report.schema import ALL_CLASSES, Report
 from ingestaudit.report.rows import distinct, item_keys
-from ingestaudit.report.tables import (Headline, class_tables, direction, failure_groups, g4, headlines,
-                                      measurement_rows)
+from ingestaudit.report.tables import (BUDGET_HEADLINE, STAGE_ORDER, Headline, chunking_differs, class_tables,
+                                      direction, failure_groups, g4, headlines, measurement_rows)
+from ingestaudit.report.questions import question_records, question_table
+from ingestaudit.report.verdict import DECIDING_TEST, verdict_lines
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
           "other states counted after n; 'corpus of N docs' = one value computed over the class. "
@@ -54,6 +56,27 @@ def terminal_width(default: int = 100) -> int:
     if sys.stdout.isatty():
         return shutil.get_terminal_size((default, 24)).columns
     return default
+
+
+def _verdict(report: Report) -> list[str]:
+    """The verdict's lines (`ingestaudit.report.verdict.verdict_lines`), none for a single-pipeline report."""
+    return verdict_lines(report.verdict, STAGE_ORDER) if report.verdict else []
+
+
+def _verdict_legend(report: Report) -> str:
+    """How the verdict decides, and why retrieval's headline is budget recall when it is."""
+    text = (f"verdict: the best pipeline against the runner-up on each class's key metrics, over the items both "
+            f"measured; decided by the {DECIDING_TEST}, only when no other key metric of the best is significantly "
+            "worse; [95% paired bootstrap interval of the difference]; every comparison in report.json 'verdict'")
+    if any(v.metric.startswith("retrieval.span_recall@") and v.metric.endswith("ch") for v in report.verdict or ()):
+        text += "; " + BUDGET_HEADLINE
+    return text
+
+
+def _headline_legend(report: Report) -> str:
+    if chunking_differs(report.pipelines) and len(report.pipelines) > 1:
+        return HEADLINE_LEGEND + "; " + BUDGET_HEADLINE
+    return HEADLINE_LEGEND
 
 
 def _header(report: Report) -> list[str]:
@@ -242,7 +265,8 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
     """The terminal view as text (see the module docstring); every user-supplied string in it has its control
     characters made visible (`ingestaudit.report.escape.safe_for_terminal`)."""
     report = safe_for_terminal(report)
-    lines = [w for line in _header(report) for w in _wrap(line, width)]
+    lines = [w for line in _verdict(report) for w in _wrap(line, width)]
+    lines += [w for line in _header(report) for w in _wrap(line, width)]
     if verbose:
         lines += textwrap.wrap(LEGEND, width=width)
         for t in class_tables(report, digits=4):
@@ -254,7 +278,9 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
     else:
         for h in headlines(report):
             lines += [""] + _headline_block(h, width)
-        lines += [""] + textwrap.wrap(HEADLINE_LEGEND, width=width)
+        lines += [""] + textwrap.wrap(_headline_legend(report), width=width)
+        if report.verdict:
+            lines += textwrap.wrap(_verdict_legend(report), width=width)
     lines += [w for line in run_conventions(report) for w in _wrap(line, width)]
     fails = _failure_lines(report, width)
     if fails:
@@ -263,7 +289,7 @@ def render_terminal_text(report: Report, *, width: int = 100, verbose: bool = Fa
         lines += [w for x in warns for w in _wrap(f"index · {pipe}: {x}", width)]
     if out_dir is not None:
         main_file = next((f for f in ("report.html", "report.md", "report.json") if f in written), "report.json")
-        others = [f for f in written if f != main_file]
+        others = list(dict.fromkeys(f.split("/", 1)[0] + "/" if "/" in f else f for f in written if f != main_file))
         lines += [""] + _wrap(f"full report: {Path(out_dir) / main_file}"
                               + (f" (also {', '.join(others)})" if others else "")
                               + ("" if verbose else "; --verbose prints every row"), width)
@@ -295,8 +321,12 @@ def _md(text: str) -> str:
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown: header, headline per class, paired tests, one full table per class,
     settings, failures."""
-    out = ["# ingestaudit report", "", *(f"- {_md(line)}" for line in _header(report)), ""]
-    out += ["## Headline", "", HEADLINE_LEGEND, ""]
+    out = ["# ingestaudit report", ""]
+    if report.verdict:
+        out += ["## Verdict", "", *(f"- {_md(line)}" for line in _verdict(report)), "", _md(_verdict_legend(report)),
+                ""]
+    out += [*(f"- {_md(line)}" for line in _header(report)), ""]
+    out += ["## Headline", "", _headline_legend(report), ""]
     out += [*(f"- {_md(line)}" for line in run_conventions(report)), ""] if run_conventions(report) else []
     for h in headlines(report):
         out += [f"### {_md(h.doc_class)}", ""]
@@ -466,6 +496,9 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <p>ingestaudit {{ tool_version }} · report schema {{ schema_version }}</p></header>
 <nav><a href="#headline">Headline</a>{% if sweeps %}<a href="#sweeps">Sweeps</a>{% endif %}{% if trends %}<a href="#trends">Trends</a>{% endif %}<a href="#paired">Paired tests</a><a href="#rows">Every row</a><a href="#failures">Failures ({{ n_failures }})</a><a href="#settings">Settings</a><a href="#items">Items</a></nav>
 <main>
+{% if verdict %}<section id="verdict"><h2>Verdict</h2>
+{% for line in verdict %}<p class="verdict">{{ line }}</p>{% endfor %}
+<p class="muted">{{ verdict_legend }}</p></section>{% endif %}
 <section id="headline"><h2>Headline per class</h2>
 <p class="muted">{{ headline_legend }}</p>
 {% for c in conventions %}<p class="muted convention">{{ c }}</p>{% endfor %}
@@ -537,6 +570,10 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <details><summary>Whole configuration</summary><pre>{{ config_json }}</pre></details>
 <details><summary>Environment</summary><pre>{{ env_json }}</pre></details>
 </section>
+{% if questions %}<section id="questions"><h2>Questions</h2><p class="muted">{{ questions_caption }}</p>
+<table><tr><th>question</th><th>class</th>{% for p in questions_pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
+{% for q in questions %}<tr><td><code>{{ q.id }}</code> <small>{{ q.question }}</small></td><td>{{ q["class"] }}</td>{% for c in q.cells %}<td class="num">{% if c is none %}—{% elif c == 0 %}<span class="state-error">MISS</span>{% else %}<span class="state-ok">HIT @{{ c }}</span>{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</table></section>{% endif %}
 <section id="items"><h2>Items</h2><p class="muted">{{ items_caption }}</p>
 {% for it in items %}<details><summary><code>{{ it.item }}</code> <small>{{ it.kind }} · {{ it.doc_class }} · {{ it.summary }}</small></summary>
 <table><tr><th>metric</th>{% for p in it.pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
@@ -754,6 +791,13 @@ def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
     return out, caption
 
 
+def _question_records(report: Report) -> dict[str, list[dict[str, Any]]]:
+    """Per pipeline (report order) the question records of `ingestaudit.report.questions.question_records`, from
+    the report's retrieval.rr rows (none without questions)."""
+    found = question_records(measurement_rows(report, metrics=("retrieval.rr",), item_kind="question"))
+    return {p.name: found[p.name] for p in report.pipelines if p.name in found}
+
+
 def _html_value(value: Any) -> Any:
     """Every value the HTML template prints, before jinja2 escapes it: control characters made visible (they are
     invalid in HTML, and a terminal that shows the page's source would obey them); newlines and tabs kept."""
@@ -776,11 +820,13 @@ def render_html(report: Report, *, history: Any = None) -> str:
     question_tests = [d.data for d in report.details if d.stage == "retrieval" and d.name == "paired_question_tests"
                       and isinstance(d.data, dict) and isinstance(d.data.get("tests"), list)]
     items, items_caption = _drill_items(report)
+    found = _question_records(report)
     trends = _trend_plots(report, history)
     env = Environment(autoescape=True, finalize=_html_value)
     return env.from_string(_HTML).render(
         csp=CSP, header=_header(report), tool_version=report.tool.version, schema_version=report.schema_version,
-        headline_legend=HEADLINE_LEGEND, conventions=run_conventions(report), headlines=hls,
+        verdict=_verdict(report), verdict_legend=_verdict_legend(report) if report.verdict else "",
+        headline_legend=_headline_legend(report), conventions=run_conventions(report), headlines=hls,
         plots=_plots(report, hls), sweeps=_sweeps(report),
         index_notes=_index_overviews(report), drift="\n".join(_drift_lines(report)[2:]),
         trends=trends, trends_caption=(f"the last {len(history[0])} runs of the history, headline values over all "
@@ -793,4 +839,7 @@ def render_html(report: Report, *, history: Any = None) -> str:
         auditors=sorted((report.config.get("auditors") or {}).items()),
         config_json=json.dumps(report.config, indent=1, sort_keys=True, ensure_ascii=False, default=str),
         env_json=json.dumps(report.environment, indent=1, sort_keys=True, ensure_ascii=False, default=str),
-        items=items, items_caption=items_caption, direction=direction, g4=g4, tojson=tojson)
+        items=items, items_caption=items_caption, questions_pipelines=list(found),
+        questions=question_table(found, MAX_DRILL_ITEMS),
+        questions_caption=(f"each question's first hit in the top results per pipeline (misses first; the first "
+                           f"{MAX_DRILL_ITEMS}); every result in questions/<pipeline>.jsonl"), direction=direction, g4=g4, tojson=tojson)

@@ -181,6 +181,32 @@ class PairedTest(_Model):
     # (None: a report written before this field, whose renderers fall back on the sign of diff)
 
 
+class Verdict(_Model):
+    """One comparison of the bake-off's verdict (`ingestaudit.report.verdict`): in class ``class`` (``__all__``:
+    every item) on key metric ``metric`` (its label, if any, in brackets), the best pipeline against the runner-up
+    over the items both measured (``n_shared`` of the ``n_items`` items any pipeline measured with a reference).
+    ``diff = best - runner_up`` (micro, else the mean) with its 95 % paired bootstrap interval; ``p_holm`` the
+    deciding test's p, Holm-adjusted over the verdict's family (None: untestable); ``decided`` true only when that
+    is below alpha, the per-item majority agrees, and no other key metric of the best is significantly worse than
+    the runner-up's; ``reason`` says why in words."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+    doc_class: str = Field(alias="class")
+    metric: str
+    direction: str
+    best: str
+    runner_up: str
+    diff: float | None
+    diff_low: float | None
+    diff_high: float | None
+    p_holm: float | None
+    n_shared: NonNegativeInt
+    n_items: NonNegativeInt
+    decided: bool
+    reason: str
+
+
 class Failure(_Model):
     """A failed item and stage, once, with its message (``item`` is ``""`` for a whole stage, ``pipeline`` ``""``
     for a problem of the corpus or its labels). The same failure of one item in several pipelines (the sweep
@@ -254,6 +280,7 @@ class Report(_Model):
     failure_groups: list[FailureGroup] = []
     details: list[StageDetail] = []
     paired_tests: list[PairedTest] = []
+    verdict: list[Verdict] | None = None  # only when the run has two pipelines or more (absent from report.json else)
     parse_warnings: list[ParseWarning] = []  # sorted by item, then pipeline in report order
     gate: GateResult | None = None  # the gate's result (run --baseline, compare); left out of report.json when None
     measurements_store: dict[str, str] | None = Field(default=None, exclude=True)  # read from 2.0 reports of the
@@ -331,9 +358,11 @@ class Report(_Model):
 
     def to_json(self) -> str:
         """Serialise as indented JSON; raises ValueError if a NaN or infinity slipped in (``allow_nan=False``)."""
-        exclude = {"gate"} if self.gate is None else None  # a report not gated: the same bytes as before the field
-        return json.dumps(self.model_dump(mode="json", exclude=exclude), indent=1, ensure_ascii=False,
-                          allow_nan=False) + "\n"
+        # a report not gated, or of one pipeline: the same bytes as before these fields
+        exclude = {name for name in ("gate", "verdict") if getattr(self, name) is None} or None
+        data = self.model_dump(mode="json", by_alias=True, exclude=exclude)
+        return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "
+"
 
 
 RUN_SETTINGS_BY_STAGE = {"chunking": ("min_span_coverage",), "retrieval": ("min_span_coverage",)}

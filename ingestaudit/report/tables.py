@@ -5,6 +5,7 @@ metric x pipeline, one per class)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,11 +27,17 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "language": ("language.macro_f1", "language.accuracy"),
     "pii": ("pii.f1",),
     "dedup": ("dedup.pairwise_f1", "dedup.bcubed_precision"),
-    "chunking": ("chunking.evidence_held",),
+    "chunking": ("chunking.boundary_splits", "chunking.evidence_held"),
     "index": ("index.recall@10",),
 }
 """Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
 K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
+
+KEY_LABELS = {"chunking.boundary_splits": "sentence"}
+"""The label a key metric is read under when it has several: chunking's key is the share of chunk boundaries that
+cut a sentence, which differs between chunkers (``chunking.evidence_held``, the share of evidence spans one chunk
+holds, is 1 for nearly every chunker of a sensible size, so it cannot tell pipelines apart; it stays in every row
+and is the key only when boundary_splits is absent)."""
 
 WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter",
                       "missed_by_ranking", "missed_by_ann", "retrieved")
@@ -113,19 +120,48 @@ def choose_keys(available: Iterable[tuple[str, str]],
             recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
             choice = max(recall, key=_at_k) if recall else None
         choice = choice or names[0]
-        labels = sorted(by_metric[choice], key=lambda lab: (lab != "", lab))  # "" first, then by name
+        preferred = KEY_LABELS.get(choice, "")
+        labels = sorted(by_metric[choice], key=lambda lab: (lab != preferred, lab != "", lab))  # preferred, "", name
         if valued is not None:
             labels.sort(key=lambda lab: (choice, lab) not in valued)  # stable: the order above within each group
         out[stage] = (choice, labels[0])
     return out
 
 
-def headline_keys(summary: Iterable[SummaryRow]) -> dict[str, tuple[str, str]]:
+BUDGET_HEADLINE = ("the pipelines differ in chunking: retrieval's headline is span recall at an equal context "
+                   "budget of characters (retrieval.span_recall@2000ch for 2,000), since recall@k favours larger "
+                   "chunks, which hold more evidence and cost more context")
+"""The legend line of a headline whose retrieval key is the budget recall (`headline_keys`)."""
+
+
+def chunking_differs(pipelines: Iterable[Any]) -> bool:
+    """True when two of ``pipelines`` (`PipelineInfo`) chunk differently: their ``chunker`` stage's implementation
+    or settings differ (a pipeline without a chunker stage, a precomputed one, counts as its own chunking)."""
+    seen = {json.dumps([p.stages["chunker"].implementation, p.stages["chunker"].settings], sort_keys=True,
+                       default=str) if "chunker" in p.stages else f"own:{p.name}" for p in pipelines}
+    return len(seen) > 1
+
+
+def budget_key(metrics: Iterable[str]) -> str | None:
+    """The budget recall a headline shows: ``retrieval.span_recall@2000ch`` when present, else the smallest
+    budget's; None without one."""
+    found = sorted((int(m[len("retrieval.span_recall@"):-2]), m) for m in metrics
+                   if re.fullmatch(r"retrieval\.span_recall@\d+ch", m))
+    return next((m for b, m in found if b == 2000), found[0][1] if found else None)
+
+
+def headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = ()) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among a report's summary rows (the loss waterfall's outcome rows left
-    out): the headline's rows, and the rows the bake-off's paired tests run on (`ingestaudit.report.paired`)."""
+    out): the headline's rows, and the rows the bake-off's paired tests and verdict run on
+    (`ingestaudit.report.paired`, `ingestaudit.report.verdict`). When ``pipelines`` (`PipelineInfo`) differ in
+    chunking (`chunking_differs`), retrieval's key is the budget recall (`budget_key`, `BUDGET_HEADLINE`)."""
     rows = [r for r in summary if not r.metric.startswith("retrieval.outcome@")]
-    return choose_keys([(r.metric, r.label) for r in rows],
-                       valued={(r.metric, r.label) for r in rows if headline_value(r) is not None})
+    valued = {(r.metric, r.label) for r in rows if headline_value(r) is not None}
+    keys = choose_keys([(r.metric, r.label) for r in rows], valued=valued)
+    budget = budget_key(m for m, _ in valued)
+    if "retrieval" in keys and budget is not None and chunking_differs(pipelines):
+        keys["retrieval"] = (budget, "")
+    return keys
 
 
 # --- headline -------------------------------------------------------------------------------------------------------
@@ -340,7 +376,7 @@ def headlines(report: Report) -> list[Headline]:
     by_class: dict[str, dict[tuple[str, str, str], SummaryRow]] = {}
     for r in report.summary:
         by_class.setdefault(r.doc_class, {})[(r.metric, r.label, r.pipeline)] = r
-    keys = headline_keys(report.summary)
+    keys = headline_keys(report.summary, report.pipelines)
     wk = waterfall_k(report)
     docs_per_class = dict(report.corpus.documents)
     q_per_class: dict[str, set[str]] = {}

@@ -74,6 +74,11 @@ def test_key_metrics_per_stage():
     assert keys == {"extraction": ("extraction.cer_norm", ""), "layout": ("layout.order_located", ""),
                     "pii": ("pii.f1", ""), "chunking": ("chunking.evidence_held", ""),
                     "index": ("index.recall@5", ""), "retrieval": ("retrieval.recall@10", "")}
+    # issue 25: chunking's key is boundary_splits[sentence] when the chunking audit measured it (evidence_held is 1
+    # for nearly every chunker), evidence_held only without it
+    keys = choose_keys([("chunking.evidence_held", ""), ("chunking.boundary_splits", "list"),
+                        ("chunking.boundary_splits", "sentence"), ("chunking.boundary_splits", "table")])
+    assert keys == {"chunking": ("chunking.boundary_splits", "sentence")}
 
 
 def test_a_key_label_with_a_value_comes_before_a_valueless_empty_label():

@@ -1,0 +1,209 @@
+"""Every question's results (issue 25): ``questions/<pipeline>.jsonl`` and ``runs/<pipeline>.trec`` in the report
+folder, and the side-by-side listing of ``ingestaudit questions``.
+
+``questions/<pipeline>.jsonl``: one JSON object per scored question, in the store's order: ``id``, ``question``
+(its text), ``class``, ``pipeline``, ``evidence`` (each item ``{item, doc, kind, outcome}`` at the largest k, the
+waterfall's outcome), ``results`` (the top largest-k results ``{rank, doc, chunk, start, end, score, holds,
+hit}``: ``start``/``end`` the chunk's reference interval, ``holds`` the evidence items it holds, ``hit`` whether it
+holds one, ``score`` the retriever's for rank 1 only) and ``latency_ms`` (from the run's timings; None when the
+question was not searched or the report has no timings). The file name is the pipeline's name with every character
+outside ``[A-Za-z0-9._=,+-]`` percent-encoded (``reference/size=300`` -> ``reference%2Fsize=300.jsonl``).
+
+``runs/<pipeline>.trec``: TREC run format (``topic Q0 docno rank score tag``; `ingestaudit.trec` reads it): docno
+``doc#start-end`` in reference code points (``doc#c<chunk>`` for a chunk without a reference interval; white space
+in a document id percent-encoded); the score column is ``n - rank + 1`` (n results), since the retrieve step keeps
+only the top-1 score: trec_eval ranks by score, so it keeps the served order; tag = the file's pipeline name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+QUESTION_DIRS = ("questions", "runs")
+"""Folders of the report folder this module writes (one file per pipeline)."""
+
+
+def file_stem(pipeline: str) -> str:
+    """The file name of a pipeline's files, without extension (module docstring)."""
+    return quote(pipeline, safe="=,+-_.")
+
+
+def question_records(rows: Iterable[Any], latency: dict[str, dict[str, float]] | None = None
+                     ) -> dict[str, list[dict[str, Any]]]:
+    """Per pipeline, the records of ``questions/<pipeline>.jsonl``.
+
+    Args:
+        rows: measurement rows of ``retrieval.rr`` (its detail carries the question's text and results) and of
+            ``retrieval.outcome@K`` at the largest K (their detail carries the evidence outcomes), with details.
+        latency: pipeline -> question id -> milliseconds (the run's ``timings[pipeline]["retrieval"]
+            ["latency_by_question_ms"]``).
+    """
+    latency = latency or {}
+    listed: dict[tuple[str, str], dict[str, Any]] = {}
+    evidence: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.metric == "retrieval.rr" and r.state == "ok" and "results" in r.detail:
+            listed[(r.pipeline, r.item)] = {
+                "id": r.item, "question": r.detail.get("question", ""), "class": r.doc_class, "pipeline": r.pipeline,
+                "evidence": [], "results": r.detail["results"],
+                "latency_ms": latency.get(r.pipeline, {}).get(r.item)}
+        elif r.metric.startswith("retrieval.outcome@") and r.detail.get("evidence"):
+            evidence[(r.pipeline, r.item)] = r.detail["evidence"]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, rec in listed.items():
+        rec["evidence"] = evidence.get(key, [])
+        out.setdefault(key[0], []).append(rec)
+    return out
+
+
+def docno(result: dict[str, Any]) -> str:
+    """A result's TREC docno: ``doc#start-end`` (module docstring)."""
+    doc = "".join(quote(ch) if ch.isspace() else ch for ch in str(result["doc"]))
+    if result.get("start") is None:
+        return f"{doc}#c{result.get('chunk')}"
+    return f"{doc}#{result['start']}-{result['end']}"
+
+
+def trec_run(pipeline: str, records: Sequence[dict[str, Any]]) -> str:
+    """The TREC run text of one pipeline's records (module docstring); topics with no result have no line."""
+    tag = file_stem(pipeline)
+    lines = []
+    for rec in records:
+        n = len(rec["results"])
+        lines += [f"{rec['id']} Q0 {docno(x)} {x['rank']} {n - x['rank'] + 1} {tag}" for x in rec["results"]]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def write_question_files(stage: Any, report: Any) -> None:
+    """Stage ``questions/<pipeline>.jsonl`` and ``runs/<pipeline>.trec`` for every pipeline with retrieval results in
+    the report's measurement store (nothing for a run without questions). ``stage`` is the report's
+    `ingestaudit.io.StagedOutput`; the waterfall's cutoff is the largest of the retrieval auditor's ``k``."""
+    from ingestaudit.report.rows import iter_store_rows
+
+    ks = ((report.config.get("auditors") or {}).get("retrieval") or {}).get("k") or []
+    if not ks or report.store_path is None:
+        return
+    metrics = {"retrieval.rr", f"retrieval.outcome@{max(ks)}"}
+    latency = {p: (t.get("retrieval") or {}).get("latency_by_question_ms") or {}
+               for p, t in (report.timings or {}).items()}
+    found = question_records(iter_store_rows(report.store_path, metrics=metrics, item_kind="question"), latency)
+    for pipeline, records in found.items():
+        stem = file_stem(pipeline)
+        stage.write_text(f"questions/{stem}.jsonl",
+                         "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))
+        stage.write_text(f"runs/{stem}.trec", trec_run(pipeline, records))
+
+
+def read_question_files(report_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """pipeline -> records of every ``questions/*.jsonl`` in ``report_dir``, pipelines in the order of the folder's
+    report.json (else by file name).
+
+    Raises:
+        ValueError: no ``questions`` folder, or a line that is not a JSON object (file and line named).
+    """
+    folder = Path(report_dir) / "questions"
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no questions folder (a report of a run with labelled questions has one)")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        records = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("results"), list):
+                raise ValueError(f"{path}:{n}: not a question record (an object with 'results')")
+            records.append(rec)
+        out[str(records[0].get("pipeline")) if records else unquote(path.stem)] = records
+    try:
+        order = [p["name"] for p in json.loads((Path(report_dir) / "report.json").read_text("utf-8"))["pipelines"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        order = []
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] not in order, order.index(kv[0]) if kv[0] in order else 0)))
+
+
+def _nearest_rank(values: list[float], pct: float) -> float | None:
+    from ingestaudit.auditors.retrieval import _nearest_rank as nearest
+
+    return nearest(values, pct)
+
+
+def listing(found: dict[str, list[dict[str, Any]]], *, qid: str | None = None, pipeline: str | None = None,
+            misses: bool = False, width: int = 100) -> Iterator[str]:
+    """The lines of ``ingestaudit questions``: per question its id, class and text, then one line per rank with
+    each pipeline's result side by side (``HIT``/``MISS`` and the docno); then per pipeline the totals (questions
+    with a hit in the top k, misses) and p50/p95 latency (nearest rank).
+
+    Args:
+        qid: only this question; pipeline: only this pipeline; misses: only questions some shown pipeline missed.
+
+    Raises:
+        ValueError: an unknown ``pipeline`` or ``qid`` (the known ones named).
+    """
+    if pipeline is not None:
+        if pipeline not in found:
+            raise ValueError(f"--pipeline {pipeline!r}: not in this report (pipelines: {', '.join(found)})")
+        found = {pipeline: found[pipeline]}
+    pipes = list(found)
+    by_q: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in pipes:
+        for rec in found[p]:
+            by_q.setdefault(rec["id"], {})[p] = rec
+    if qid is not None and qid not in by_q:
+        raise ValueError(f"--id {qid!r}: no such scored question in this report")
+    col = max(20, (width - 6) // max(1, len(pipes)) - 1)
+    shown = 0
+    for q, recs in by_q.items():
+        if qid is not None and q != qid:
+            continue
+        missed = [p for p, rec in recs.items() if not any(x.get("hit") for x in rec["results"])]
+        if misses and not missed:
+            continue
+        shown += 1
+        first = next(iter(recs.values()))
+        yield f"{q} [{first.get('class', '')}] {first.get('question', '')}"
+        yield ("  rank " + " ".join(p[:col].ljust(col) for p in pipes)).rstrip()
+        depth = max(len(rec["results"]) for rec in recs.values())
+        for i in range(depth):
+            cells = []
+            for p in pipes:
+                res = recs.get(p, {}).get("results", [])
+                cells.append((f"{'HIT ' if res[i]['hit'] else 'MISS'} {docno(res[i])}" if i < len(res) else "")
+                             [:col].ljust(col))
+            yield f"  {i + 1:>4} " + " ".join(cells).rstrip()
+        yield ""
+    if shown == 0:
+        yield "no question to show" + (" (every question has a hit)" if misses else "")
+        yield ""
+    for p in pipes:
+        recs = found[p]
+        hits = sum(1 for rec in recs if any(x.get("hit") for x in rec["results"]))
+        lat = [float(rec["latency_ms"]) for rec in recs if isinstance(rec.get("latency_ms"), (int, float))]
+        p50, p95 = _nearest_rank(lat, 50), _nearest_rank(lat, 95)
+        timing = (f"latency p50 {p50:.2f} ms, p95 {p95:.2f} ms (nearest rank, {len(lat)} queries)" if lat
+                  else "latency: not recorded")
+        yield f"{p}: {hits} of {len(recs)} questions with a hit in the top results (misses: {len(recs) - hits}); {timing}"
+
+
+def question_table(found: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """The HTML view's rows, one per question: ``{id, class, question, cells}`` with per pipeline (in ``found``'s
+    order) the rank of its first hit, or 0 for a miss, or None when that pipeline has no record; questions some
+    pipeline missed first (then by id), at most ``limit``."""
+    pipes = list(found)
+    by_q: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in pipes:
+        for rec in found[p]:
+            by_q.setdefault(rec["id"], {})[p] = rec
+    rows = []
+    for q, recs in by_q.items():
+        first = next(iter(recs.values()))
+        cells = [None if p not in recs else next((x["rank"] for x in recs[p]["results"] if x.get("hit")), 0)
+                 for p in pipes]
+        rows.append({"id": q, "class": first.get("class", ""), "question": first.get("question", ""), "cells": cells})
+    rows.sort(key=lambda r: (0 not in r["cells"], r["id"]))
+    return rows[:limit]
