@@ -1,4 +1,5 @@
-"""The detection steps of a pipeline (``language``, ``pii``; DESIGN.md "Pipelines and the stage chain"): which options each
+"""The detection and enrichment steps of a pipeline (``language``, ``pii``, ``entities``, ``metadata``,
+``relations``; DESIGN.md "Pipelines and the stage chain"): which options each
 pipeline's step runs with, running it on one document, and what the report says about it.
 
 A detection step runs in the worker, once per document x pipeline, when its stage is audited (the corpus has its
@@ -20,10 +21,12 @@ from typing import Any
 
 from ingestaudit.pipeline import Pipeline
 
-STEP_OF_STAGE = {"language": "language", "pii": "pii"}
+STEP_OF_STAGE = {"language": "language", "pii": "pii", "entities": "entities", "metadata": "metadata",
+                 "relations": "relations"}
 """Audited stage -> the detection step whose artefact its auditor reads."""
 
-USE_OPTION = {"language": "detector", "pii": "scrubber"}
+USE_OPTION = {"language": "detector", "pii": "scrubber", "entities": "extractor", "metadata": "extractor",
+              "relations": "extractor"}
 """The step option a pipeline's ``use`` sets (the auditor option of the same meaning)."""
 
 
@@ -39,7 +42,7 @@ def step_options(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> dic
     return opts
 
 
-_BUILT: dict[tuple[str, str], Any] = {}  # per process: (step, options) -> LanguageStep | PiiStep
+_BUILT: dict[tuple[str, str], Any] = {}  # per process: (step, options) -> LanguageStep | PiiStep | EntitiesStep...
 
 
 def _built(step: str, options: dict[str, Any]) -> Any:
@@ -54,6 +57,14 @@ def _built(step: str, options: dict[str, Any]) -> Any:
             from ingestaudit.stages.language_step import LanguageStep
 
             _BUILT[key] = LanguageStep(**options)
+        elif step in ("entities", "relations"):
+            from ingestaudit.stages.entities_step import EntitiesStep, RelationsStep
+
+            _BUILT[key] = (EntitiesStep if step == "entities" else RelationsStep)(**options)
+        elif step == "metadata":
+            from ingestaudit.stages.metadata_step import MetadataStep
+
+            _BUILT[key] = MetadataStep(**options)
         else:
             from ingestaudit.stages.pii_step import PiiStep
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ingestaudit.metrics.rates import Rate
-from ingestaudit.metrics.spans import Span, as_spans, map_span_types
+from ingestaudit.metrics.spans import Span, as_spans
 
 SCHEMES: tuple[str, ...] = ("strict", "exact", "partial", "ent_type")
 """The SemEval-2013 task 9.1 schemes, in nervaluate's documentation order."""
@@ -259,11 +259,13 @@ def evaluate(truth: Iterable[object], pred: Iterable[object], *, types: Iterable
         truth, pred: spans (anything :func:`~ingestaudit.metrics.spans.as_span` reads); both sorted by
             ``(start, end, type)`` before matching, so the result does not depend on input order.
         types: the truth's type vocabulary (default: the types present in ``truth``). Every truth type must be in it.
-        mapping: predicted type -> truth type (``None``: excluded on purpose); unmapped types in ``types`` pass.
+        mapping: predicted type -> truth type (``None``: excluded on purpose); a type not in it keeps its name. A
+            predicted span whose type (after the mapping) is not in ``types`` is counted in ``unmapped`` under its
+            predicted type, not matched.
         min_overlap: see :func:`classify`.
 
     Raises:
-        ValueError: a truth span whose type is outside ``types``, a mapping target outside ``types``, or the
+        ValueError: a truth span whose type is outside ``types``, or the
             errors of :func:`classify` and :class:`~ingestaudit.metrics.spans.Span`.
     """
     gold = sorted(as_spans(truth))
@@ -272,13 +274,43 @@ def evaluate(truth: Iterable[object], pred: Iterable[object], *, types: Iterable
         if s.type not in vocabulary:
             raise ValueError(f"truth entity [{s.start}, {s.end}) has type {s.type!r}, not one of the types "
                              f"{sorted(vocabulary)}")
-    mapped = map_span_types(pred, mapping or {}, target_types=vocabulary)
-    guess = sorted(mapped.spans)
-    excluded = Counter(s.type for s in as_spans(pred) if (mapping or {}).get(s.type, "") is None)
+    mapping = mapping or {}
+    guess: list[Span] = []
+    unmapped: Counter[str] = Counter()
+    excluded: Counter[str] = Counter()
+    for p in as_spans(pred):
+        dst = mapping.get(p.type, p.type)
+        if dst is None:
+            excluded[p.type] += 1
+        elif dst in vocabulary:
+            guess.append(Span(p.start, p.end, dst))
+        else:
+            unmapped[p.type] += 1
+    guess.sort()
     present = sorted({s.type for s in gold} | {s.type for s in guess})
     micro = {s: classify(gold, guess, s, min_overlap) for s in SCHEMES}
     per_type = {s: {t: classify([g for g in gold if g.type == t], [p for p in guess if p.type == t], s, min_overlap)
                     for t in present} for s in SCHEMES}
-    return EntityScores(micro=micro, per_type=per_type,
-                        unmapped=dict(sorted(Counter(s.type for s in mapped.unmapped_spans).items())),
+    return EntityScores(micro=micro, per_type=per_type, unmapped=dict(sorted(unmapped.items())),
                         excluded=dict(sorted(excluded.items())))
+
+
+def onto_reference(spans: Iterable[object], to_ref: object) -> tuple[Span | None, ...]:
+    """Carry spans on a stage's text onto the reference text through an offset map (``OffsetMap.project``).
+
+    Args:
+        spans: spans on the stage's text (``[start, end)`` code points).
+        to_ref: an `ingestaudit.metrics.offsets.OffsetMap` from that text to the reference text.
+
+    Returns:
+        Per span, in order: the smallest reference interval holding every position its characters map to, same
+        type; ``None`` when none of its characters maps (the span's text is not in the reference).
+
+    Raises:
+        ValueError: a span past the end of the mapped text (the errors of ``OffsetMap.project``).
+    """
+    out: list[Span | None] = []
+    for s in as_spans(spans):
+        hit = to_ref.project(s.start, s.end)  # type: ignore[attr-defined]
+        out.append(None if hit is None else Span(hit[0], hit[1], s.type))
+    return tuple(out)

@@ -18,13 +18,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingestaudit.metrics.spans import Span, SpanCounts, as_spans
+from ingestaudit.metrics.spans import Span, SpanCounts, as_span, as_spans
 
 RELATION_SCHEMES: tuple[str, ...] = ("strict", "boundaries")
 """The relation schemes, strictest first."""
 
 
-def _keys(relations: Sequence[Mapping[str, Any]], entities: Sequence[Span], scheme: str,
+def _keys(relations: Sequence[Mapping[str, Any]], entities: Sequence[Span | None], scheme: str,
           side: str) -> Counter[tuple]:
     keys: Counter[tuple] = Counter()
     for i, rel in enumerate(relations):
@@ -33,7 +33,9 @@ def _keys(relations: Sequence[Mapping[str, Any]], entities: Sequence[Span], sche
         except (KeyError, IndexError, TypeError):
             raise ValueError(f"{side} relation {i} {rel!r}: head/tail must index the {side} entities "
                              f"(0..{len(entities) - 1}) and type must be given") from None
-        if scheme == "strict":
+        if head is None or tail is None:  # an argument with no place on the reference text: matches nothing
+            keys[(kind, "unplaced", side, i)] += 1
+        elif scheme == "strict":
             keys[(kind, head.start, head.end, head.type, tail.start, tail.end, tail.type)] += 1
         else:
             keys[(kind, head.start, head.end, tail.start, tail.end)] += 1
@@ -47,7 +49,8 @@ def score_relations(truth: Sequence[Mapping[str, Any]], truth_entities: Sequence
 
     Args:
         truth, pred: relations ``{"head": int, "tail": int, "type": str}``.
-        truth_entities, pred_entities: the spans the indexes point into.
+        truth_entities, pred_entities: the spans the indexes point into; a predicted entity may be ``None`` (it has
+            no place on the reference text), and a relation with such an argument matches nothing.
         mapping: predicted entity type -> truth type (as for entities), applied before ``strict`` compares types.
 
     Raises:
@@ -56,7 +59,8 @@ def score_relations(truth: Sequence[Mapping[str, Any]], truth_entities: Sequence
     if scheme not in RELATION_SCHEMES:
         raise ValueError(f"unknown relation scheme {scheme!r}; choose one of {', '.join(RELATION_SCHEMES)}")
     mapping = mapping or {}
-    guessed = [Span(s.start, s.end, mapping.get(s.type) or s.type) for s in as_spans(pred_entities)]
+    guessed = [None if s is None else Span(s.start, s.end, mapping.get(s.type) or s.type)
+               for s in (None if e is None else as_span(e) for e in pred_entities)]
     gold_keys = _keys(truth, as_spans(truth_entities), scheme, "truth")
     pred_keys = _keys(pred, guessed, scheme, "predicted")
     out: dict[str, SpanCounts] = {}

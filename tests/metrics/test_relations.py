@@ -35,3 +35,8 @@ def test_bad_index_names_the_relation():
         score_relations([], TRUTH_ENTS, [{"head": 5, "tail": 0, "type": "x"}], PRED_ENTS, "strict")
     with pytest.raises(ValueError, match="unknown relation scheme"):
         score_relations([], [], [], [], "loose")
+
+
+def test_relation_with_an_unplaced_argument_matches_nothing():
+    counts = score_relations(TRUTH, TRUTH_ENTS, PRED[:1], [None, PRED_ENTS[1]], "boundaries", MAPPING)
+    assert (counts["works_for"].tp, counts["works_for"].fp, counts["works_for"].fn) == (0, 1, 1)
