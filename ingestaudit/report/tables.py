@@ -13,8 +13,8 @@ from typing import Any
 from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.schema import ALL_CLASSES, Failure, MeasurementRow, PairedTest, Report, SummaryRow
 
-STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate", "language", "pii", "dedup",
-               "chunking", "index", "retrieval")
+STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate", "language", "pii", "entities",
+               "metadata", "relations", "dedup", "chunking", "index", "retrieval")
 """Stages in chain order (unknown stages follow, by name)."""
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
@@ -25,12 +25,18 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "boilerplate": ("boilerplate.f1",),
     "language": ("language.macro_f1", "language.accuracy"),
     "pii": ("pii.f1",),
+    "entities": ("entities.f1",),
+    "metadata": ("metadata.exact_match",),
+    "relations": ("relations.f1",),
     "dedup": ("dedup.pairwise_f1", "dedup.bcubed_precision"),
     "chunking": ("chunking.evidence_held",),
     "index": ("index.recall@10",),
 }
 """Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
 K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
+
+KEY_LABELS: dict[str, str] = {"entities.f1": "strict/micro", "relations.f1": "strict/micro"}
+"""A key metric's preferred label, when present (otherwise ``""``, then the first by name)."""
 
 WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter",
                       "missed_by_ranking", "missed_by_ann", "retrieved")
@@ -113,7 +119,8 @@ def choose_keys(available: Iterable[tuple[str, str]],
             recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
             choice = max(recall, key=_at_k) if recall else None
         choice = choice or names[0]
-        labels = sorted(by_metric[choice], key=lambda lab: (lab != "", lab))  # "" first, then by name
+        preferred = KEY_LABELS.get(choice, "")
+        labels = sorted(by_metric[choice], key=lambda lab: (lab != preferred, lab != "", lab))  # then by name
         if valued is not None:
             labels.sort(key=lambda lab: (choice, lab) not in valued)  # stable: the order above within each group
         out[stage] = (choice, labels[0])

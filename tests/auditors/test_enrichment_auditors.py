@@ -155,3 +155,12 @@ def test_metadata_filter_only_fields_are_not_audited_by_default():
     assert not MetadataAuditor().applies(filters_only)
     assert MetadataAuditor(fields="*").applies(filters_only)
     assert MetadataAuditor().applies(Truth(text=TEXT, metadata={"year": 2023}))
+
+
+def test_headline_key_of_entities_is_strict_micro_f1():
+    from ingestaudit.report.tables import choose_keys
+
+    pairs = [("entities.f1", "ent_type/DATE"), ("entities.f1", "strict/micro"), ("entities.precision", "exact/micro"),
+             ("metadata.similarity", "title"), ("metadata.exact_match", "title")]
+    assert choose_keys(pairs) == {"entities": ("entities.f1", "strict/micro"),
+                                  "metadata": ("metadata.exact_match", "title")}
