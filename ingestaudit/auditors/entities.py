@@ -7,7 +7,8 @@ carried onto the reference text) and scores it with `ingestaudit.metrics.entitie
 Rows per document with an ``entities`` key in its truth (every other document: ``no_reference``):
 
 - ``entities.precision`` / ``entities.recall`` / ``entities.f1`` labelled ``<scheme>/micro`` (all types at once) and
-  ``<scheme>/<TYPE>`` for every type of the corpus vocabulary; numerator and denominator are the scheme's terms
+  ``<scheme>/<TYPE>`` for every type the document labels or predicts (a type absent on both sides adds nothing to
+  the corpus sums and has no row); numerator and denominator are the scheme's terms
   (COR + 0.5·PAR over ACT, over POS, 2·(COR + 0.5·PAR) over ACT + POS), so summing them over documents gives
   nervaluate's corpus figures; the counts (correct, incorrect, partial, missed, spurious, possible, actual) are in
   the detail;
@@ -30,8 +31,7 @@ from ingestaudit.auditors.rates import score_from_rate
 from ingestaudit.auditors.reach import count_states, parse_state
 from ingestaudit.enrichment import ENTITIES_STEP_DEFAULTS, EntityExtraction, check_entities_options
 from ingestaudit.measurement import Score, State
-from ingestaudit.metrics.entities import (DEFAULT_MIN_OVERLAP, RATES, SCHEMES, EntityScores, SchemeCounts,
-                                          empty_scores, evaluate)
+from ingestaudit.metrics.entities import DEFAULT_MIN_OVERLAP, RATES, SCHEMES, EntityScores, empty_scores, evaluate
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.truth import Truth
 
@@ -75,6 +75,8 @@ class EntitiesArtefact:
         scores: the counts (None: no prediction known; ``state``/``reason`` say why).
         n_predicted: predicted spans, all types; lost: those without a place on the reference text.
         source: the extractor that produced them.
+        types: the document's vocabulary; labelled: the types of its truth spans (rows of a document without
+            scores: ``<scheme>/micro`` and these).
     """
 
     applies: bool
@@ -86,6 +88,7 @@ class EntitiesArtefact:
     lost: int = 0
     source: str = ""
     types: tuple[str, ...] = field(default=())
+    labelled: tuple[str, ...] = ()
 
 
 class EntitiesAuditor(CorpusAuditor):
@@ -144,15 +147,16 @@ class EntitiesAuditor(CorpusAuditor):
         if not self.applies(truth):
             return EntitiesArtefact(False)
         problems = tuple(label_problems(truth, ("entities",)))
-        types = doc_vocabulary(truth, context)
+        types, labelled = doc_vocabulary(truth, context), tuple(sorted({s.type for s in truth.entities}))
         if problems or detection is None or not detection.ran:
-            return EntitiesArtefact(True, problems, types=types)
+            return EntitiesArtefact(True, problems, types=types, labelled=labelled)
         if detection.state:
-            return EntitiesArtefact(True, state=detection.state, reason=detection.reason, types=types)
+            return EntitiesArtefact(True, state=detection.state, reason=detection.reason, types=types,
+                                    labelled=labelled)
         placed = [s for s in detection.spans if s is not None]
         scores = evaluate(truth.entities, placed, types=types, mapping=self.type_map, min_overlap=self.min_overlap)
         return EntitiesArtefact(True, (), scores, n_predicted=len(detection.spans), lost=detection.lost,
-                                source=detection.source, types=types)
+                                source=detection.source, types=types, labelled=labelled)
 
     def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
         """Rows per document, ``<scheme>/macro`` per class, details (type map, unmapped types, corpus counts)."""
@@ -163,7 +167,7 @@ class EntitiesAuditor(CorpusAuditor):
         unmapped: dict[str, int] = defaultdict(int)
         for it in items:
             a: EntitiesArtefact = it.artefact
-            rows = self._rows(it, a, vocab)
+            rows = self._rows(it, a)
             result.doc_scores += [(it.doc_id, s) for s in rows]
             if a.applies and a.scores is not None and it.state is State.OK:
                 scored[it.doc_class].append(a.scores)
@@ -172,20 +176,25 @@ class EntitiesAuditor(CorpusAuditor):
             elif a.applies:
                 left_out.append((it.doc_class, rows[0].state))
         result.unreached = count_states(left_out)
-        groups = {cls: scored[cls] for cls in sorted(scored)}
-        if scored:
-            groups["__all__"] = [s for cls in sorted(scored) for s in scored[cls]]
-        counts: dict[str, Any] = {}
-        for cls, members in groups.items():
+        totals: dict[str, tuple[EntityScores, int]] = {}
+        for cls in sorted(scored):
             total = empty_scores()
-            for s in members:
+            for s in scored[cls]:
                 total = total + s
+            totals[cls] = (total, len(scored[cls]))
+        if scored:
+            everything = empty_scores()
+            for total, _ in totals.values():
+                everything = everything + total
+            totals["__all__"] = (everything, sum(n for _, n in totals.values()))
+        counts: dict[str, Any] = {}
+        for cls, (total, n_docs) in totals.items():
             for scheme in SCHEMES:
                 for rate in RATES:
                     m = total.macro(scheme, rate)
                     score = score_from_rate(f"entities.{rate}", m, label=f"{scheme}/macro",
                                             detail={"types": sorted(total.per_type[scheme])})
-                    result.corpus_scores.append((cls, score, len(members)))
+                    result.corpus_scores.append((cls, score, n_docs))
             if cls == "__all__":
                 counts = {scheme: {"micro": total.micro[scheme].as_dict(),
                                    **{t: c.as_dict() for t, c in total.per_type[scheme].items()}}
@@ -194,8 +203,8 @@ class EntitiesAuditor(CorpusAuditor):
                                       "unmapped_types": dict(sorted(unmapped.items())), "counts": counts}
         return result
 
-    def _rows(self, it: ArtefactItem, a: EntitiesArtefact, vocab: list[str]) -> list[Score]:
-        labels = [f"{s}/{t}" for s in SCHEMES for t in ("micro", *vocab)]
+    def _rows(self, it: ArtefactItem, a: EntitiesArtefact) -> list[Score]:
+        labels = [f"{s}/{t}" for s in SCHEMES for t in ("micro", *a.labelled)]
         if not a.applies:
             return [Score.missing(m, State.NO_REFERENCE, "no entities labels", label=lab)
                     for lab in labels for m in RATE_METRICS]
@@ -213,10 +222,7 @@ class EntitiesAuditor(CorpusAuditor):
                       "lost_predictions": a.lost, "source": a.source}
             out += [score_from_rate(f"entities.{r}", micro.rate(r), label=f"{scheme}/micro", detail=detail)
                     for r in RATES]
-            for t in vocab:
-                c = a.scores.per_type[scheme].get(t)
-                if c is None:  # a type neither labelled nor predicted here: 0/0 rows keep the micro sums honest
-                    c = SchemeCounts(scheme)
+            for t, c in a.scores.per_type[scheme].items():
                 out += [score_from_rate(f"entities.{r}", c.rate(r), label=f"{scheme}/{t}", detail=c.as_dict())
                         for r in RATES]
         n_unmapped, n_judged = sum(a.scores.unmapped.values()), a.n_predicted - a.lost

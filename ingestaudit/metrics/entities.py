@@ -37,7 +37,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from ingestaudit.metrics.rates import Rate
 from ingestaudit.metrics.spans import Span, as_spans
@@ -97,25 +96,25 @@ class SchemeCounts:
         return self.correct + self.incorrect + self.partial + self.spurious
 
     @property
-    def credit(self) -> Fraction:
-        """The numerator: COR + 0.5·PAR under ``partial``/``ent_type``, COR otherwise (exact)."""
-        half = Fraction(self.partial, 2) if self.scheme in HALF_CREDIT_SCHEMES else 0
-        return Fraction(self.correct) + half
+    def credit(self) -> float:
+        """The numerator: COR + 0.5·PAR under ``partial``/``ent_type``, COR otherwise (a half-integer: exact in a
+        float)."""
+        return float(self.correct) + (0.5 * self.partial if self.scheme in HALF_CREDIT_SCHEMES else 0.0)
 
     def precision(self) -> Rate:
-        """credit / ACT in [0, 1]; ``None`` (``no_prediction``) when nothing was predicted."""
-        return Rate.of(self.credit, self.actual, if_zero="no_prediction", name="precision", as_float=True,
+        """credit / ACT in [0, 1] (correctly rounded); ``None`` (``no_prediction``) when nothing was predicted."""
+        return Rate.of(self.credit, float(self.actual), if_zero="no_prediction", name="precision",
                        reason=f"{self.scheme}: no predicted entity, precision undefined")
 
     def recall(self) -> Rate:
         """credit / POS in [0, 1]; ``None`` (``no_reference``) when nothing is labelled."""
-        return Rate.of(self.credit, self.possible, if_zero="no_reference", name="recall", as_float=True,
+        return Rate.of(self.credit, float(self.possible), if_zero="no_reference", name="recall",
                        reason=f"{self.scheme}: no labelled entity, recall undefined")
 
     def f1(self) -> Rate:
         """2·credit / (ACT + POS) in [0, 1] (= 2PR / (P + R)); ``None`` only when ACT = POS = 0."""
-        return Rate.of(2 * self.credit, self.actual + self.possible, if_zero="no_reference", name="f1",
-                       as_float=True, reason=f"{self.scheme}: no labelled and no predicted entity, f1 undefined")
+        return Rate.of(2.0 * self.credit, float(self.actual + self.possible), if_zero="no_reference", name="f1",
+                       reason=f"{self.scheme}: no labelled and no predicted entity, f1 undefined")
 
     def rate(self, name: str) -> Rate:
         """The rate called ``name`` (one of :data:`RATES`). Raises ValueError for another name."""
