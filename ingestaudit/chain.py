@@ -77,6 +77,7 @@ class DocChunks:
     tokens: list[int] = field(default_factory=list)
     embed_stats: dict[str, Any] = field(default_factory=dict)  # the embedder's counter increments for these chunks
     intervals: list[tuple[int, int] | None] = field(default_factory=list)  # located [start, end) in the cleaned text
+    labelled: dict[str, Any] | None = None  # fields the metadata step changed -> the truth's value (None: unset)
 
 
 @dataclass

@@ -20,12 +20,15 @@ class ChunkTable:
         meta: row -> the chunk's metadata (truth and chunker metadata a question's filter tests).
         vectors: ``(n, d)`` float32 chunk vectors as the embedder gave them (``(0, 1)`` when there is none).
         row_of: ``(doc id, chunk index)`` -> row.
+        labelled: doc id -> the labelled values of the metadata fields its pipeline's metadata step changed
+            (`ingestaudit.chain.DocChunks.labelled`; None: the truth has no such field); documents without one absent.
     """
 
     rows: list[tuple[str, int]]
     meta: list[dict[str, Any]]
     vectors: np.ndarray
     row_of: dict[tuple[str, int], int] = field(default_factory=dict)
+    labelled: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.row_of:
@@ -35,14 +38,31 @@ class ChunkTable:
     def of(cls, docs: list[Any]) -> "ChunkTable":
         """The table of ``docs`` (`ingestaudit.chain.DocChunks`): the chunks of every ``ok`` document that has
         vectors."""
-        rows, vectors, meta = [], [], []
+        rows, vectors, meta, labelled = [], [], [], {}
         for d in docs:
+            if getattr(d, "labelled", None):
+                labelled[d.doc_id] = dict(d.labelled)
             if d.state is State.OK and d.vectors is not None:
                 for i in range(len(d.texts)):
                     rows.append((d.doc_id, i))
                     meta.append(d.metadata[i] if i < len(d.metadata) else {})
                 vectors.append(np.asarray(d.vectors, dtype=np.float32))
-        return cls(rows, meta, np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32))
+        return cls(rows, meta, np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32),
+                   labelled=labelled)
+
+    def passes_as_labelled(self, flt: dict[str, Any] | None, row: int) -> bool:
+        """True when chunk ``row`` would pass the filter with its document's labelled metadata in place of the values
+        the metadata step extracted (a field the truth lacks is absent); False when nothing was changed."""
+        from ingestaudit.questions import filter_passes
+
+        changed = self.labelled.get(self.rows[row][0])
+        if not changed or not flt:
+            return False
+        meta = {**self.meta[row], **{k: v for k, v in changed.items() if v is not None}}
+        for k, v in changed.items():
+            if v is None:
+                meta.pop(k, None)
+        return filter_passes(flt, meta)
 
     @property
     def fields(self) -> set[str]:

@@ -294,10 +294,11 @@ def _run_task(task: Task) -> TaskResult:
     doc_chunks = None
     if wants_chain:
         try:
+            metadata, labelled = _enriched_metadata(task, parsed)
             with _embedding_threads(embed_chunks):
                 chain = run_chain(
                     parsed, doc_id=task.document.doc_id, doc_class=task.doc_class, reference=task.truth.text,
-                    metadata=task.truth.metadata, cleaner=_impl("cleaner", task.pipeline.stage("cleaner")),
+                    metadata=metadata, cleaner=_impl("cleaner", task.pipeline.stage("cleaner")),
                     chunker=_impl("chunker", task.pipeline.stage("chunker")),
                     embedder=_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
                     evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks)
@@ -310,6 +311,7 @@ def _run_task(task: Task) -> TaskResult:
             doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, msg)
         else:
             doc_chunks = chain.doc
+            doc_chunks.labelled = labelled
             for a in chain_auditors:
                 try:
                     rows += place(a.audit_chain(task.truth, parsed, chain, task.evidence))
@@ -341,6 +343,27 @@ def _artefacts(task: Task, auditors: list[Auditor], parsed: ParsedDocument | Non
                                       context.get(a.stage, ()))
             out[a.stage] = (item.artefact, step_msg or msg)
     return out
+
+
+def _enriched_metadata(task: Task, parsed: ParsedDocument) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The metadata every chunk of the document carries, and the labelled values of the fields the enrichment changed.
+
+    Without a ``metadata`` step in the pipeline's own table: the truth's ``metadata``, and None. With one
+    (``metadata = { use = "parser" }`` or ``"precomputed"``): the truth's metadata overridden by the fields the step
+    extracted (so a question's filter tests what the pipeline extracted), and ``{field: labelled value or None}``
+    for each field whose extracted value differs from the label (the waterfall's ``excluded_by_enrichment``). A
+    step that produced nothing leaves the truth's metadata.
+    """
+    truth_meta = task.truth.metadata
+    if task.pipeline.step("metadata") is None:
+        return truth_meta, None
+    from ingestaudit.steps import run_step, step_options
+
+    got = run_step("metadata", step_options(task.pipeline, "metadata", {}), parsed, task.truth.text, ())
+    if got.state or not got.fields:
+        return truth_meta, None
+    labelled = {k: (truth_meta or {}).get(k) for k, v in got.fields.items() if (truth_meta or {}).get(k) != v}
+    return {**(truth_meta or {}), **got.fields}, labelled
 
 
 def _step_output(task: Task, auditor: CorpusAuditor, parsed: ParsedDocument | None,

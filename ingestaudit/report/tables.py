@@ -38,8 +38,8 @@ K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its f
 KEY_LABELS: dict[str, str] = {"entities.f1": "strict/micro", "relations.f1": "strict/micro"}
 """A key metric's preferred label, when present (otherwise ``""``, then the first by name)."""
 
-WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter",
-                      "missed_by_ranking", "missed_by_ann", "retrieved")
+WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment",
+                      "excluded_by_filter", "missed_by_ranking", "missed_by_ann", "retrieved")
 
 
 def g4(x: float | None, signed: bool = False) -> str:
