@@ -60,6 +60,23 @@ def label_problems(truth: Truth, keys: tuple[str, ...]) -> list[str]:
     return [str(p) for p in truth.problems if p.field.split("[", 1)[0].split(".", 1)[0] in keys]
 
 
+def unscored_rows(it: ArtefactItem, a: Any, scored: bool, labels: list[str], metrics: list[str] | tuple[str, ...],
+                  step: str) -> list[Score] | None:
+    """The rows of a document without counts, every ``metric`` x ``label``: ``no_reference`` (``a.applies`` False),
+    ``error`` naming its label problems (``a.problems``), or the parser's or the step's state with its reason; None
+    when the document is ``scored``. ``a`` has ``applies``, ``problems``, ``state`` and ``reason``."""
+    if not a.applies:
+        state, reason = State.NO_REFERENCE, f"no {step} labels"
+    elif a.problems:
+        state, reason = State.ERROR, "; ".join(a.problems)
+    elif it.state is not State.OK or not scored:
+        state = parse_state(it) if it.state is not State.OK else State(a.state or "no_prediction")
+        reason = it.reason or a.reason or f"the {step} step did not run"
+    else:
+        return None
+    return [Score.missing(m, state, reason, label=lab) for lab in labels for m in metrics]
+
+
 def doc_vocabulary(truth: Truth, context: tuple[str, ...]) -> tuple[str, ...]:
     """The types a document labels: its ``entity_types``, else the types of the corpus's entity spans."""
     return truth.entity_types if truth.entity_types is not None else context
@@ -205,16 +222,9 @@ class EntitiesAuditor(CorpusAuditor):
 
     def _rows(self, it: ArtefactItem, a: EntitiesArtefact) -> list[Score]:
         labels = [f"{s}/{t}" for s in SCHEMES for t in ("micro", *a.labelled)]
-        if not a.applies:
-            return [Score.missing(m, State.NO_REFERENCE, "no entities labels", label=lab)
-                    for lab in labels for m in RATE_METRICS]
-        if a.problems:
-            return [Score.missing(m, State.ERROR, "; ".join(a.problems), label=lab)
-                    for lab in labels for m in RATE_METRICS]
-        if it.state is not State.OK or a.scores is None:
-            state = parse_state(it) if it.state is not State.OK else State(a.state or "no_prediction")
-            reason = it.reason or a.reason or "the entities step did not run"
-            return [Score.missing(m, state, reason, label=lab) for lab in labels for m in RATE_METRICS]
+        unscored = unscored_rows(it, a, a.scores is not None, labels, RATE_METRICS, "entities")
+        if unscored is not None:
+            return unscored
         out: list[Score] = []
         for scheme in SCHEMES:
             micro = a.scores.micro[scheme]

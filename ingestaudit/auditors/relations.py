@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingestaudit.auditors.base import ArtefactItem, CorpusAuditor, CorpusResult
-from ingestaudit.auditors.entities import label_problems
+from ingestaudit.auditors.entities import label_problems, unscored_rows
 from ingestaudit.auditors.rates import score_from_rate
-from ingestaudit.auditors.reach import count_states, parse_state
+from ingestaudit.auditors.reach import count_states
 from ingestaudit.enrichment import EntityExtraction
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.relations import RELATION_SCHEMES, score_relations
@@ -116,16 +116,9 @@ class RelationsAuditor(CorpusAuditor):
 
     def _rows(self, it: ArtefactItem, a: RelationsArtefact, types: list[str]) -> list[Score]:
         labels = [f"{s}/{t}" for s in RELATION_SCHEMES for t in ("micro", *types)]
-        metrics = [f"relations.{r}" for r in RATES]
-        if not a.applies:
-            return [Score.missing(m, State.NO_REFERENCE, "no relations labels", label=lab)
-                    for lab in labels for m in metrics]
-        if a.problems:
-            return [Score.missing(m, State.ERROR, "; ".join(a.problems), label=lab) for lab in labels for m in metrics]
-        if it.state is not State.OK or a.counts is None:
-            state = parse_state(it) if it.state is not State.OK else State(a.state or "no_prediction")
-            reason = it.reason or a.reason or "the relations step did not run"
-            return [Score.missing(m, state, reason, label=lab) for lab in labels for m in metrics]
+        unscored = unscored_rows(it, a, a.counts is not None, labels, [f"relations.{r}" for r in RATES], "relations")
+        if unscored is not None:
+            return unscored
         out: list[Score] = []
         for scheme in RELATION_SCHEMES:
             by_type = a.counts[scheme]

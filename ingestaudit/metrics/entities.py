@@ -17,7 +17,8 @@ unmatched is *missed* (Segura-Bedmar et al., SemEval-2013 task 9, §4; David Bat
 
 POS = COR + INC + PAR + MIS (truth spans), ACT = COR + INC + PAR + SPU (predictions).
 ``strict``, ``exact``: P = COR / ACT, R = COR / POS. ``partial``, ``ent_type``: P = (COR + 0.5·PAR) / ACT,
-R = (COR + 0.5·PAR) / POS (PAR is always 0 for ``ent_type``). F1 = 2·P·R / (P + R) = 2·(COR + 0.5·PAR) / (ACT + POS)
+R = (COR + 0.5·PAR) / POS (PAR is always 0 for ``ent_type``).
+F1 = 2·P·R / (P + R) = 2·(COR + 0.5·PAR) / (ACT + POS)
 (the count form, defined whenever ACT + POS > 0). A rate with a zero denominator is ``None`` with a reason
 (nervaluate prints 0).
 

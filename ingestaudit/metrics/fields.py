@@ -140,7 +140,8 @@ def _as_text(value: object, profile: FieldProfile, field: str) -> str:
     raise ValueError(f"field {field!r}: value {value!r} is not a string, number or list of strings")
 
 
-def compare_field(field: str, truth: object, extracted: object, profile: str = DEFAULT_FIELD_PROFILE) -> FieldComparison:
+def compare_field(field: str, truth: object, extracted: object,
+                  profile: str = DEFAULT_FIELD_PROFILE) -> FieldComparison:
     """Compare one field's labelled and extracted values (see the module docstring).
 
     Raises:

@@ -47,7 +47,8 @@ class EntitiesStep:
         if self.opts["extractor"] == "precomputed":
             return "external"
         model = self.opts["spacy_model"]
-        return f"spacy {package_version('spacy') or 'not installed'}, {model} {package_version(model) or 'not installed'}"
+        return (f"spacy {package_version('spacy') or 'not installed'}, "
+                f"{model} {package_version(model) or 'not installed'}")
 
     def nlp(self) -> Any:
         """The spaCy pipeline, ``ner`` and what it needs only (loaded once per process and options)."""

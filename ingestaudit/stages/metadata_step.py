@@ -45,7 +45,9 @@ class MetadataStep:
         """``external`` for precomputed outputs; the package's version for the parser extractor."""
         from ingestaudit.plugins import package_version
 
-        return "external" if self.opts["extractor"] == "precomputed" else f"ingestaudit {package_version('ingestaudit')}"
+        if self.opts["extractor"] == "precomputed":
+            return "external"
+        return f"ingestaudit {package_version('ingestaudit')}"
 
     def run(self, parsed: ParsedDocument | None, reference: str | None = None, context: tuple[str, ...] = ()
             ) -> MetadataExtraction:
