@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-ENTITY_EXTRACTORS = ("spacy", "precomputed")
-"""Built-in entity extractors: spaCy's statistical NER, or the spans of a precomputed output (``--outputs``)."""
+ENTITY_EXTRACTORS = ("spacy", "presidio", "precomputed")
+"""Built-in entity extractors: spaCy's statistical NER, Presidio's analyzer (its defaults over the same spaCy model:
+PERSON, LOCATION, NRP, DATE_TIME and pattern types; ORG ignored as Presidio does), or the spans of a precomputed
+output (``--outputs``)."""
 
 ENTITIES_STEP_DEFAULTS: dict[str, Any] = {
     "extractor": "spacy", "spacy_model": "en_core_web_sm", "prefer_precomputed": True, "max_chars": 1_000_000}

@@ -47,6 +47,9 @@ class EntitiesStep:
         if self.opts["extractor"] == "precomputed":
             return "external"
         model = self.opts["spacy_model"]
+        if self.opts["extractor"] == "presidio":
+            return (f"presidio-analyzer {package_version('presidio_analyzer') or 'not installed'}, "
+                    f"{model} {package_version(model) or 'not installed'}")
         return (f"spacy {package_version('spacy') or 'not installed'}, "
                 f"{model} {package_version(model) or 'not installed'}")
 
@@ -56,6 +59,15 @@ class EntitiesStep:
             import spacy
 
             self._nlp = spacy.load(self.opts["spacy_model"], disable=list(_NER_ONLY))
+        return self._nlp
+
+    def presidio(self) -> Any:
+        """Presidio's analyzer over ``spacy_model`` (`ingestaudit.stages.pii.PresidioDetector` with its defaults, any
+        installed model version), built once."""
+        if self._nlp is None:
+            from ingestaudit.stages.pii import PresidioDetector
+
+            self._nlp = PresidioDetector(spacy_model=self.opts["spacy_model"], spacy_model_version=None)
         return self._nlp
 
     def run(self, parsed: ParsedDocument | None, reference: str | None, context: tuple[str, ...] = ()
@@ -84,6 +96,9 @@ class EntitiesStep:
         elif len(text) > self.opts["max_chars"]:
             return EntityExtraction(name, True, state="skipped", reason=f"input of {len(text)} code points exceeds "
                                                                        f"max_chars={self.opts['max_chars']}")
+        elif name == "presidio":
+            raw = [(s.start, s.end, s.type) for s in self.presidio().detect(text)]
+            source, relations = f"presidio ({self.version()})", None
         else:
             doc = self.nlp()(text)
             raw, source = [(e.start_char, e.end_char, e.label_) for e in doc.ents], f"spacy ({self.version()})"
