@@ -31,11 +31,9 @@ METADATA_STEP_DEFAULTS: dict[str, Any] = {"extractor": "parser", "prefer_precomp
 
 
 def _check(step: str, opts: dict[str, Any], defaults: dict[str, Any], choices: tuple[str, ...]) -> dict[str, Any]:
-    unknown = sorted(set(opts) - set(defaults))
-    if unknown:
-        raise ValueError(f"unknown {step} step option {', '.join(map(repr, unknown))}; options are "
-                         f"{', '.join(defaults)}")
-    o = {**defaults, **opts}
+    from ingestaudit.detections import with_defaults
+
+    o = with_defaults(step, opts, defaults)
     if o["extractor"] not in choices:
         raise ValueError(f"{step} extractor must be one of {', '.join(choices)}, got {o['extractor']!r}")
     o["prefer_precomputed"] = bool(o["prefer_precomputed"])

@@ -177,3 +177,14 @@ def test_presidio_extractor_is_a_second_implementation():
     row = rows(result)["c/a", "entities.recall", "strict/micro"]
     assert row.detail["source"].startswith("presidio (presidio-analyzer 2.2")
     assert (row.detail["correct"], row.detail["spurious"], row.detail["missed"]) == (4, 0, 2)
+
+
+def test_step_options_are_checked():
+    from ingestaudit.enrichment import check_entities_options, check_metadata_options
+
+    with pytest.raises(ValueError, match="unknown entities step option 'colour'; options are extractor, spacy_model"):
+        check_entities_options({"colour": 1})
+    with pytest.raises(ValueError, match="metadata extractor must be one of parser, precomputed, got 'llm'"):
+        check_metadata_options({"extractor": "llm"})
+    with pytest.raises(ValueError, match="max_chars must be >= 1"):
+        check_entities_options({"max_chars": 0})
