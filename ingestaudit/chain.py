@@ -87,6 +87,7 @@ class DocChunks:
     intervals: list[tuple[int, int] | None] = field(default_factory=list)  # located [start, end) in the cleaned text
     ref_intervals: list[tuple[int, int] | None] = field(default_factory=list)  # the smallest reference interval
     # holding every reference character a chunk reaches (None: not located, or no reference text)
+    labelled: dict[str, Any] | None = None  # fields the metadata step changed -> the truth's value (None: unset)
 
 
 @dataclass

@@ -835,8 +835,11 @@ def stages() -> None:
     from ingestaudit.stages.language import detector_names as language_detectors
     from ingestaudit.stages.pii import detector_names as pii_detectors
 
+    from ingestaudit.enrichment import ENTITY_EXTRACTORS, METADATA_EXTRACTORS
+
     for step, names in (("language", language_detectors()), ("pii", [*pii_detectors(), "precomputed", "redacted"]),
-                        ("dedup", detector_names())):
+                        ("entities", list(ENTITY_EXTRACTORS)), ("metadata", list(METADATA_EXTRACTORS)),
+                        ("relations", ["precomputed"]), ("dedup", detector_names())):
         typer.echo(f"{step} (step, runs when its stage does; default {DETECTION_DEFAULTS[step]}): " + ", ".join(names))
 
 

@@ -38,7 +38,7 @@ Example::
     doc_bytes = 1073741824                  # a document file over it is never read nor hashed: its rows are skipped
     truth_bytes = 33554432                  # one truth file (.txt, .json, PAGE/ALTO XML, .tables.html)
     json_depth = 100                        # nesting of a truth JSON file or one questions.jsonl line
-    spans = 100000                          # spans of one truth JSON file (pii plus boilerplate.spans)
+    spans = 100000                          # spans of one truth JSON file (pii, entities, boilerplate.spans)
     tables = 500                            # tables of one document (reference, and predicted: tables auditor)
     questions_bytes = 33554432              # questions.jsonl
     question_line_chars = 1048576           # one line of questions.jsonl, in code points
@@ -142,7 +142,7 @@ class Limits(_Strict):
                                    "ALTO XML, .tables.html)")
     json_depth: StrictInt = Field(default=100, ge=2, le=1000, description="nesting depth of a truth JSON file or "
                                   "one questions.jsonl line (objects and arrays; the top level is 1)")
-    spans: StrictInt = Field(default=100_000, ge=1, description="spans of one truth JSON file (pii plus "
+    spans: StrictInt = Field(default=100_000, ge=1, description="spans of one truth JSON file (pii, entities and "
                              "boilerplate.spans)")
     tables: StrictInt = Field(default=500, ge=1, description="tables of one document, reference or predicted (the "
                               "tables auditor compares every reference table with every predicted one)")

@@ -38,6 +38,19 @@ LANGUAGE_STEP_DEFAULTS: dict[str, Any] = {
 ``[auditor_options.language]`` that configure the detector rather than the metric."""
 
 
+def with_defaults(step: str, opts: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``defaults`` overridden by ``opts``: a step's complete options before its own checks.
+
+    Raises:
+        ValueError: an option ``defaults`` does not have; the message names the step and lists its options.
+    """
+    unknown = sorted(set(opts) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown {step} step option {', '.join(map(repr, unknown))}; options are "
+                         f"{', '.join(defaults)}")
+    return {**defaults, **opts}
+
+
 def check_language_options(opts: dict[str, Any]) -> dict[str, Any]:
     """The ``language`` step's options, complete (`LANGUAGE_STEP_DEFAULTS` filled in) and checked.
 
@@ -50,11 +63,7 @@ def check_language_options(opts: dict[str, Any]) -> dict[str, Any]:
     """
     from ingestaudit.truth import normalize_language
 
-    unknown = sorted(set(opts) - set(LANGUAGE_STEP_DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown language step option {', '.join(map(repr, unknown))}; options are "
-                         f"{', '.join(LANGUAGE_STEP_DEFAULTS)}")
-    o = {**LANGUAGE_STEP_DEFAULTS, **opts}
+    o = with_defaults("language", opts, LANGUAGE_STEP_DEFAULTS)
     languages = o["languages"]
     if isinstance(languages, str):
         if languages not in LANGUAGE_SETS:
@@ -158,11 +167,7 @@ def check_pii_options(opts: dict[str, Any]) -> dict[str, Any]:
         ValueError: an unknown option, ``redacted_field`` not in `REDACTED_FIELDS`, ``max_chars`` < 1, a
             ``score_threshold`` outside [0, 1] or a ``batch_size`` < 1.
     """
-    unknown = sorted(set(opts) - set(PII_STEP_DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown pii step option {', '.join(map(repr, unknown))}; options are "
-                         f"{', '.join(PII_STEP_DEFAULTS)}")
-    o = {**PII_STEP_DEFAULTS, **opts}
+    o = with_defaults("pii", opts, PII_STEP_DEFAULTS)
     if o["redacted_field"] not in REDACTED_FIELDS:
         raise ValueError(f"redacted_field must be one of {', '.join(REDACTED_FIELDS)}, got {o['redacted_field']!r}")
     if int(o["max_chars"]) < 1:

@@ -278,6 +278,30 @@ def _without_output_artefacts(task: Task, auditors: list[Auditor], state: State,
     return corpus_artefacts(task, auditors, item, failed)
 
 
+def enriched_metadata(task: Task, parsed: ParsedDocument) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The metadata every chunk of the document carries, and the labelled values of the fields the enrichment changed.
+
+    Without a ``metadata`` step in the pipeline's own table: the truth's ``metadata``, and None. With one
+    (``metadata = { use = "parser" }`` or ``"precomputed"``): the truth's metadata overridden by the fields the step
+    extracted (so a question's filter tests what the pipeline extracted), and ``{field: labelled value or None}``
+    for each field whose extracted value differs from the label (the waterfall's ``excluded_by_enrichment``). A
+    step that produced nothing leaves the truth's metadata.
+
+    Raises:
+        Whatever the metadata step raises on this document (the chain's failure, as a chunker's would be).
+    """
+    truth_meta = task.truth.metadata
+    if task.pipeline.step("metadata") is None:
+        return truth_meta, None
+    from ingestaudit.steps import run_step, step_options
+
+    got = run_step("metadata", step_options(task.pipeline, "metadata", {}), parsed, task.truth.text, ())
+    if got.state or not got.fields:
+        return truth_meta, None
+    labelled = {k: (truth_meta or {}).get(k) for k, v in got.fields.items() if (truth_meta or {}).get(k) != v}
+    return {**(truth_meta or {}), **got.fields}, labelled
+
+
 def kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
     """A parser's warnings as the report keeps them: the first `MAX_PARSE_WARNINGS` messages, each cut to
     `MAX_WARNING_CHARS` characters, and how many there were (a damaged PDF may raise thousands)."""
@@ -370,10 +394,11 @@ def _run_task(task: Task) -> TaskResult:
             clean_failure = chain_failure = raised_message(exc)
     if wants_chain and not chain_failure:
         try:
+            metadata, labelled = enriched_metadata(task, parsed)
             with embedding_threads(embed_chunks):
                 chain = run_chain(
                     parsed, doc_id=task.document.doc_id, doc_class=task.doc_class, reference=task.truth.text,
-                    metadata=task.truth.metadata, cleaner=cleaner,
+                    metadata=metadata, cleaner=cleaner,
                     chunker=stage_impl("chunker", task.pipeline.stage("chunker")),
                     embedder=stage_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
                     evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks,
@@ -384,6 +409,7 @@ def _run_task(task: Task) -> TaskResult:
             chain_failure = raised_message(exc)  # a MemoryError names the worker limit
         else:
             doc_chunks = chain.doc
+            doc_chunks.labelled = labelled
             item = replace(item, chain=chain)
     if wants_chain and chain_failure:
         doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, chain_failure)

@@ -37,13 +37,14 @@ DEFAULTS: dict[str, str] = {"parser": "pymupdf", "cleaner": "none", "chunker": "
                             "index": "hnsw", "retriever": "dense"}
 """The implementation a stage takes when a pipeline leaves it out."""
 
-DETECTION_STEPS = ("language", "pii", "dedup")
+DETECTION_STEPS = ("language", "pii", "entities", "metadata", "relations", "dedup")
 """Optional steps a pipeline may name (``language = { use = "lingua", ... }``, ``pii = { use = "presidio", ... }``,
 ``dedup = { use = "minhash", threshold = 0.8 }``); they run when their stage is audited, with the options of
 `ingestaudit.steps` (language, pii: per document; dedup: per document, then once per pipeline), the auditor options
 as defaults and the pipeline's table over them. A pipeline that does not name one runs it with the defaults."""
 
-DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua", "pii": "presidio", "dedup": "minhash"}
+DETECTION_DEFAULTS: dict[str, str] = {"language": "lingua", "pii": "presidio", "entities": "spacy",
+                                      "metadata": "parser", "relations": "precomputed", "dedup": "minhash"}
 """The implementation a detection step takes when neither the pipeline nor ``[auditor_options]`` names one."""
 
 PRECOMPUTED = "precomputed"

@@ -21,12 +21,15 @@ class ChunkTable:
         vectors: ``(n, d)`` float32 chunk vectors as the embedder gave them (``(0, 1)`` when there is none; None for
             a table built without vectors, for a retriever that reads texts only).
         row_of: ``(doc id, chunk index)`` -> row.
+        labelled: doc id -> the labelled values of the metadata fields its pipeline's metadata step changed
+            (`ingestaudit.chain.DocChunks.labelled`; None: the truth has no such field); documents without one absent.
     """
 
     rows: list[tuple[str, int]]
     meta: list[dict[str, Any]]
     vectors: np.ndarray | None
     row_of: dict[tuple[str, int], int] = field(default_factory=dict)
+    labelled: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.row_of:
@@ -37,8 +40,10 @@ class ChunkTable:
         """The table of ``docs`` (`ingestaudit.chain.DocChunks`): the chunks of every ``ok`` document that has
         vectors; with ``with_vectors`` False, of every ``ok`` document, and ``vectors`` None (a retriever that reads
         texts only: the chunks were not embedded)."""
-        rows, vectors, meta = [], [], []
+        rows, vectors, meta, labelled = [], [], [], {}
         for d in docs:
+            if getattr(d, "labelled", None):
+                labelled[d.doc_id] = dict(d.labelled)
             if d.state is State.OK and (d.vectors is not None or not with_vectors):
                 for i in range(len(d.texts)):
                     rows.append((d.doc_id, i))
@@ -46,8 +51,23 @@ class ChunkTable:
                 if with_vectors:
                     vectors.append(np.asarray(d.vectors, dtype=np.float32))
         if not with_vectors:
-            return cls(rows, meta, None)
-        return cls(rows, meta, np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32))
+            return cls(rows, meta, None, labelled=labelled)
+        return cls(rows, meta, np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32),
+                   labelled=labelled)
+
+    def passes_as_labelled(self, flt: dict[str, Any] | None, row: int) -> bool:
+        """True when chunk ``row`` would pass the filter with its document's labelled metadata in place of the values
+        the metadata step extracted (a field the truth lacks is absent); False when nothing was changed."""
+        from ingestaudit.questions import filter_passes
+
+        changed = self.labelled.get(self.rows[row][0])
+        if not changed or not flt:
+            return False
+        meta = {**self.meta[row], **{k: v for k, v in changed.items() if v is not None}}
+        for k, v in changed.items():
+            if v is None:
+                meta.pop(k, None)
+        return filter_passes(flt, meta)
 
     @property
     def fields(self) -> set[str]:

@@ -1,6 +1,6 @@
-"""The detection steps of a pipeline (``language``, ``pii``, ``dedup``; DESIGN.md "Pipelines and the stage chain"):
-which options each pipeline's step runs with, running it on one document, what the report says about it, and the
-corpus-level step plumbing (dedup).
+"""The detection and enrichment steps of a pipeline (``language``, ``pii``, ``entities``, ``metadata``,
+``relations``, ``dedup``; DESIGN.md "Pipelines and the stage chain"): which options each pipeline's step runs with,
+running it on one document, what the report says about it, and the corpus-level step plumbing (dedup).
 
 A per-document detection step (``language``, ``pii``) runs in the worker, once per document x pipeline, when its
 stage is audited (the corpus has its labels, or ``--stage``), and only on the documents its auditor applies to; the
@@ -32,14 +32,16 @@ from ingestaudit.measurement import State
 from ingestaudit.pipeline import Pipeline
 from ingestaudit.truth import Truth
 
-STEP_OF_STAGE = {"language": "language", "pii": "pii"}
-"""Audited stage -> the per-document detection step whose artefact its auditor reads."""
+STEP_OF_STAGE = {"language": "language", "pii": "pii", "entities": "entities", "metadata": "metadata",
+                 "relations": "relations"}
+"""Audited stage -> the per-document detection or enrichment step whose artefact its auditor reads."""
 
 CORPUS_STEP_OF_STAGE = {"dedup": "dedup"}
 """Audited stage -> the corpus-level step whose output its auditor reads (one of
 `ingestaudit.pipeline.DETECTION_STEPS`)."""
 
-USE_OPTION = {"language": "detector", "pii": "scrubber"}
+USE_OPTION = {"language": "detector", "pii": "scrubber", "entities": "extractor", "metadata": "extractor",
+              "relations": "extractor"}
 """The step option a pipeline's ``use`` sets (the auditor option of the same meaning)."""
 
 
@@ -55,7 +57,7 @@ def step_options(pipeline: Pipeline, step: str, defaults: dict[str, Any]) -> dic
     return opts
 
 
-_BUILT: dict[tuple[str, str], Any] = {}  # per process: (step, options) -> LanguageStep | PiiStep
+_BUILT: dict[tuple[str, str], Any] = {}  # per process: (step, options) -> LanguageStep | PiiStep | EntitiesStep...
 
 
 def _built(step: str, options: dict[str, Any]) -> Any:
@@ -70,6 +72,14 @@ def _built(step: str, options: dict[str, Any]) -> Any:
             from ingestaudit.stages.language_step import LanguageStep
 
             _BUILT[key] = LanguageStep(**options)
+        elif step in ("entities", "relations"):
+            from ingestaudit.stages.entities_step import EntitiesStep, RelationsStep
+
+            _BUILT[key] = (EntitiesStep if step == "entities" else RelationsStep)(**options)
+        elif step == "metadata":
+            from ingestaudit.stages.metadata_step import MetadataStep
+
+            _BUILT[key] = MetadataStep(**options)
         else:
             from ingestaudit.stages.pii_step import PiiStep
 

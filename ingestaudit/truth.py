@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 RESERVED_PII_TYPES = ("*", "macro")
 """Entity-type names the PII report's labels use (``exact/*``, ``exact/macro``; `ingestaudit.auditors.pii`)."""
 
+RESERVED_ENTITY_TYPES = ("micro", "macro", "unmapped")
+"""Entity-type names the entity report's labels use (``strict/micro``; `ingestaudit.auditors.entities`)."""
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,7 +41,7 @@ class Span(_Strict):
 
     start: StrictInt = Field(ge=0, description="first code point of the span")
     end: StrictInt = Field(ge=0, description="end of the span, exclusive (not before start)")
-    type: str = Field(min_length=1, description="the span's label: a PII entity type (PERSON, EMAIL_ADDRESS...); "
+    type: str = Field(min_length=1, description="the span's label: a PII or named-entity type (PERSON, ORG...); "
                                                  "for boilerplate spans a free name")
 
     @model_validator(mode="after")
@@ -46,6 +49,29 @@ class Span(_Strict):
         if self.end < self.start:
             raise ValueError(f"end ({self.end}) is before start ({self.start})")
         return self
+
+
+class Relation(_Strict):
+    """A labelled relation: ``head`` and ``tail`` index the same file's ``entities`` (from 0), ``type`` names it."""
+
+    head: StrictInt = Field(ge=0, description="index of the relation's first argument in 'entities'")
+    tail: StrictInt = Field(ge=0, description="index of the relation's second argument in 'entities'")
+    type: str = Field(min_length=1, description="the relation's type (works_for, located_in...)")
+
+
+def _type_names(v: list[str] | None, reserved: tuple[str, ...]) -> list[str] | None:
+    """A declared list of entity types: names without surrounding white space, none reserved, none twice."""
+    if v is None:
+        return v
+    for k, typ in enumerate(v):
+        if not typ.strip() or typ != typ.strip():
+            raise ValueError(f"item {k}: {typ!r} is not an entity type name (blank, or white space around it)")
+        if typ in reserved:
+            raise ValueError(f"item {k}: {typ!r} is reserved by the report's label scheme")
+    twice = sorted({t for t in v if v.count(t) > 1})
+    if twice:
+        raise ValueError(f"type(s) given twice: {', '.join(twice)}")
+    return v
 
 
 class Heading(_Strict):
@@ -179,8 +205,18 @@ class TruthFile(_Strict):
                                                             "duplicates; without it a document is unique")
     sections: list[dict[str, Any]] = Field(default=[], description="section labels as JSON objects (kept with the "
                                                                    "truth; no auditor reads them yet)")
-    metadata: dict[str, str | int | float | bool] = Field(default={}, description="key/value pairs a question's "
-                                                                                  "filter may test")
+    entities: list[Span] = Field(default=[], description="named-entity spans on the reference text (PER, ORG, LOC, "
+                                                         "DATE...); at most one span of a type over any character; "
+                                                         "\"entities\": [] declares a document without entities")
+    entity_types: list[str] | None = Field(
+        default=None, min_length=1,
+        description="the entity types labelled in this document; a span of another type is an error (without it, "
+                    "the types the spans use); not 'micro', 'macro' or 'unmapped'")
+    relations: list[Relation] = Field(default=[], description="relations between labelled entities: head and tail "
+                                                              "index 'entities'")
+    metadata: dict[str, str | int | float | bool | list[str]] = Field(
+        default={}, description="key/value pairs a question's filter may test and the metadata auditor compares "
+                                "with the extracted fields (title, authors as a list of strings, date, year...)")
     class_: str | None = Field(default=None, alias="class", description="the document's stratum instead of its "
                                                                         "first folder under docs/ (not '__all__', "
                                                                         "no '/')")
@@ -195,17 +231,12 @@ class TruthFile(_Strict):
     @field_validator("pii_types")
     @classmethod
     def _pii_types(cls, v: list[str] | None) -> list[str] | None:
-        if v is None:
-            return v
-        for k, typ in enumerate(v):
-            if not typ.strip() or typ != typ.strip():
-                raise ValueError(f"item {k}: {typ!r} is not an entity type name (blank, or white space around it)")
-            if typ in RESERVED_PII_TYPES:
-                raise ValueError(f"item {k}: {typ!r} is reserved by the report's label scheme")
-        twice = sorted({t for t in v if v.count(t) > 1})
-        if twice:
-            raise ValueError(f"type(s) given twice: {', '.join(twice)}")
-        return v
+        return _type_names(v, RESERVED_PII_TYPES)
+
+    @field_validator("entity_types")
+    @classmethod
+    def _entity_types(cls, v: list[str] | None) -> list[str] | None:
+        return _type_names(v, RESERVED_ENTITY_TYPES)
 
     @field_validator("language")
     @classmethod
@@ -264,6 +295,10 @@ class Truth:
     dup_group: str | None = None
     sections: tuple[dict[str, Any], ...] = ()
     metadata: dict[str, Any] | None = None  # the truth JSON's ``metadata`` (filters of questions test it)
+    entities: tuple[Span, ...] = ()
+    entity_types: tuple[str, ...] | None = None  # declared entity vocabulary (truth JSON ``entity_types``)
+    relations: tuple[Relation, ...] = ()
+    entities_labelled: bool = False  # the truth JSON has an "entities" key ("entities": [] = none in the document)
     doc_class: str | None = None
     pii_labelled: bool = False  # the truth JSON has a "pii" key: "pii": [] declares a document without PII
     problems: tuple[Problem, ...] = ()  # label errors of the keys left out (`TruthError.partial`); () if all loaded
@@ -315,7 +350,8 @@ def _count_problems(raw: dict[str, Any], rel: str, limits: "Limits") -> list[Pro
     ``tables``."""
     out = []
     bp = raw.get("boilerplate")
-    spans = {"pii": raw.get("pii"), "boilerplate.spans": bp.get("spans") if isinstance(bp, dict) else None}
+    spans = {"pii": raw.get("pii"), "entities": raw.get("entities"),
+             "boilerplate.spans": bp.get("spans") if isinstance(bp, dict) else None}
     n_spans = sum(len(v) for v in spans.values() if isinstance(v, list))
     if n_spans > limits.spans:
         where = " + ".join(k for k, v in spans.items() if isinstance(v, list) and v)
@@ -480,6 +516,8 @@ def load_truth(document: Document, root: Path, limits: "Limits | None" = None) -
         problems += [Problem(rel, f"pii[{i}].type", f"type {s.type!r} is not in pii_types ({', '.join(tf.pii_types)})"
                              ": a labelled type must be declared") for i, s in enumerate(tf.pii)
                      if s.type not in tf.pii_types]
+    if document.truth_json is not None:
+        problems += entity_problems(document.truth_json.relative_to(root).as_posix(), tf, text)
     if tf.boilerplate is not None and tf.boilerplate.text is not None:
         rel = document.truth_json.relative_to(root).as_posix()  # type: ignore[union-attr]
         problems += _span_problems(rel, "boilerplate.spans", tf.boilerplate.spans, tf.boilerplate.text)
@@ -491,14 +529,18 @@ def load_truth(document: Document, root: Path, limits: "Limits | None" = None) -
                   boilerplate=tf.boilerplate, pii=tuple(tf.pii), language=tf.language, dup_group=tf.dup_group,
                   sections=tuple(tf.sections), metadata=dict(tf.metadata) if tf.metadata else None,
                   doc_class=tf.class_, pii_labelled="pii" in tf.model_fields_set,
-                  pii_types=None if tf.pii_types is None else tuple(tf.pii_types))
+                  pii_types=None if tf.pii_types is None else tuple(tf.pii_types),
+                  entities=tuple(tf.entities), relations=tuple(tf.relations),
+                  entity_types=None if tf.entity_types is None else tuple(tf.entity_types),
+                  entities_labelled="entities" in tf.model_fields_set)
     if problems:
         json_rel = document.truth_json.relative_to(root).as_posix() if document.truth_json is not None else None
         raise TruthError(problems, _partial(truth, problems, json_rel))
     return truth
 
 
-_KEY_FIELDS = {"class": ("doc_class",), "pii": ("pii", "pii_labelled")}
+_KEY_FIELDS = {"class": ("doc_class",), "pii": ("pii", "pii_labelled"),
+               "entities": ("entities", "entities_labelled", "relations")}  # relations index the entities
 """Truth JSON keys whose `Truth` fields have other names (every other key is its own field)."""
 
 
@@ -521,3 +563,42 @@ def _partial(truth: Truth, problems: list[Problem], json_rel: str | None) -> Tru
 def _span_problems(rel: str, name: str, spans: list[Span] | tuple[Span, ...], text: str) -> list[Problem]:
     return [Problem(rel, f"{name}[{i}]", f"span [{s.start}, {s.end}) is outside the text ({len(text)} code points)")
             for i, s in enumerate(spans) if s.end > len(text)]
+
+
+def entity_problems(rel: str, tf: TruthFile, text: str | None) -> list[Problem]:
+    """The label errors of ``entities`` and ``relations`` that the schema cannot see, each naming its span.
+
+    An entity span must be non-empty, lie inside ``text`` (which must exist), have a type in ``entity_types`` when
+    that is given and not a reserved name, and not overlap another span of its type; a relation's head and tail must
+    index ``entities``. (A reversed span is a schema error of `Span`.)
+    """
+    out: list[Problem] = []
+    if tf.entities and text is None:
+        out.append(Problem(rel, "entities", "entity spans need a reference text (.txt or 'text')"))
+    out += _span_problems(rel, "entities", tf.entities, text) if text is not None else []
+    declared = tf.entity_types
+    for i, s in enumerate(tf.entities):
+        where = f"entities[{i}]"
+        if s.start == s.end:
+            out.append(Problem(rel, where, f"span [{s.start}, {s.end}) is empty"))
+        if declared is not None and s.type not in declared:
+            out.append(Problem(rel, f"{where}.type", f"span [{s.start}, {s.end}) has type {s.type!r}, not one of "
+                                                     f"entity_types ({', '.join(declared)})"))
+        elif s.type in RESERVED_ENTITY_TYPES:
+            out.append(Problem(rel, f"{where}.type", f"{s.type!r} is reserved by the report's label scheme"))
+    reach: dict[str, int] = {}  # type -> index of the span reaching furthest right so far, in start order
+    for b in sorted(range(len(tf.entities)), key=lambda k: (tf.entities[k].start, tf.entities[k].end)):
+        y = tf.entities[b]
+        a = reach.get(y.type)
+        if a is not None and y.start < tf.entities[a].end:
+            x = tf.entities[a]
+            out.append(Problem(rel, f"entities[{b}]", f"span [{y.start}, {y.end}) {y.type} overlaps entities[{a}] "
+                                                      f"[{x.start}, {x.end}) of the same type"))
+        if a is None or y.end > tf.entities[a].end:
+            reach[y.type] = b
+    for i, r in enumerate(tf.relations):
+        for side in ("head", "tail"):
+            if getattr(r, side) >= len(tf.entities):
+                out.append(Problem(rel, f"relations[{i}].{side}", f"{getattr(r, side)} is not an index of "
+                                                                  f"'entities' ({len(tf.entities)} spans)"))
+    return out

@@ -144,7 +144,9 @@ def test_every_built_in_auditor_declares_its_scope_and_what_it_reads():
         "tables": (Scope.DOCUMENT, {PARSED}), "layout": (Scope.DOCUMENT, {PARSED}),
         "boilerplate": (Scope.DOCUMENT, {CLEAN}), "language": (Scope.CORPUS, {"language"}),
         "pii": (Scope.CORPUS, {"pii"}), "dedup": (Scope.CORPUS, {"dedup"}), "chunking": (Scope.DOCUMENT, {CHAIN}),
-        "retrieval": (Scope.PIPELINE, {CHAIN}), "index": (Scope.PIPELINE, {CHAIN})}
+        "retrieval": (Scope.PIPELINE, {CHAIN}), "index": (Scope.PIPELINE, {CHAIN}),
+            "entities": (Scope.CORPUS, {"entities"}), "metadata": (Scope.CORPUS, {"metadata"}),
+            "relations": (Scope.CORPUS, {"relations"})}
 
 
 def test_item_artefacts_of_and_without_output():

@@ -98,7 +98,7 @@ def test_each_evidence_item_lands_in_its_own_outcome(corpus, tmp_path):
               if s["metric"] == "retrieval.outcome@5" and s["doc_class"] == "__all__"}
     assert shares == {o: pytest.approx(1 / 6) for o in ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking",
                                                          "excluded_by_filter", "missed_by_ranking", "retrieved")} | {
-        "missed_by_ann": 0.0}
+        "missed_by_ann": 0.0, "excluded_by_enrichment": 0.0}  # issue 28 added the enrichment outcome
     # the shares' intervals: a bootstrap over the 6 questions, around each share
     for s in report["summary"]:
         if s["metric"] == "retrieval.outcome@5" and s["doc_class"] == "__all__" and s["micro"]:
@@ -120,3 +120,40 @@ def test_each_evidence_item_lands_in_its_own_outcome(corpus, tmp_path):
     assert fx[0]["micro"] == 1.0 and fx[0]["n_docs"] == 1
     timings = json.loads((report_dir / "timings.json").read_text())
     assert timings["pipe"]["retrieval"]["query_latency_ms"]["p50"] == 1.5
+
+
+def test_a_wrong_extracted_year_lands_in_excluded_by_enrichment(tmp_path):
+    """Issue 28: the pipeline's metadata step (precomputed) extracts year 2022 for a document labelled 2023; its chunks
+    carry the extracted year, so a question filtered on year 2023 loses its evidence to the enrichment. A document
+    correctly extracted as 2022 behind the same filter stays excluded_by_filter."""
+    root = tmp_path / "corpus"
+    texts = {"wrong": "The wrong year hides this sentence.", "right": "The right year keeps this one out.",
+             "filler": " ".join(FILLER)}
+    years = {"wrong": (2023, 2022), "right": (2022, 2022), "filler": (2023, 2023)}  # (labelled, extracted)
+    out = tmp_path / "outputs" / "pipe"
+    for name, text in texts.items():
+        _write(root / "docs" / "c" / f"{name}.txt", "source\n")
+        _write(root / "truth" / "c" / f"{name}.txt", text)
+        _write(root / "truth" / "c" / f"{name}.json", json.dumps({"metadata": {"year": years[name][0]}}))
+        pieces = FILLER if name == "filler" else [text]
+        _write(out / "c" / f"{name}.json", json.dumps({"text": text, "chunks": _chunks(text, pieces),
+                                                       "metadata": {"year": years[name][1]}}))
+    questions = [{"id": q, "question": q, "filter": {"year": 2023},
+                  "relevant": [{"doc": f"c/{q}", "start": 0, "end": len(texts[q])}]} for q in ("wrong", "right")]
+    _write(root / "questions.jsonl", "\n".join(json.dumps(x) for x in questions) + "\n")
+    _write(root / "ingestaudit.toml", '[pipelines.pipe]\nmetadata = "precomputed"\n')
+    fill = [{"doc": "c/filler", "chunk": i, "score": 1.0} for i in range(5)]
+    _write(out / "retrieval.jsonl", "\n".join(json.dumps({"question": q, "results": fill})
+                                              for q in ("wrong", "right")) + "\n")
+    report_dir = tmp_path / "report"
+    res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "outputs"), "--out",
+                                   str(report_dir), "--stage", "chunking", "--stage", "retrieval",
+                                   "--stage", "metadata"])
+    assert res.exit_code == 0, res.output
+    report = load_report(report_dir)
+    outcome = {r["item"]: r["label"] for r in measurements(report)
+               if r["metric"] == "retrieval.outcome@5" and r["value"] == 1.0}
+    assert outcome == {"wrong": "excluded_by_enrichment", "right": "excluded_by_filter"}
+    year = {r["item"]: r["value"] for r in measurements(report)
+            if r["metric"] == "metadata.exact_match" and r["label"] == "year"}
+    assert year == {"c/wrong": 0.0, "c/right": 1.0, "c/filler": 1.0}

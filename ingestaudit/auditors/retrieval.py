@@ -16,7 +16,9 @@ Every convention that changes a number is a named entry of `CONVENTIONS`, printe
 Waterfall (DESIGN.md, "The loss waterfall"): each evidence item of an answerable question gets the first stage that
 lost it, at every k: ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text, or the
 pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single chunk holds
-it, including a document whose chunk set is empty), ``excluded_by_filter`` (every holding chunk fails the filter),
+it, including a document whose chunk set is empty), ``excluded_by_enrichment`` (every holding chunk fails the filter,
+and one would pass it with its document's labelled metadata in place of what the pipeline's ``metadata`` step
+extracted: the enrichment lost it), ``excluded_by_filter`` (every holding chunk fails the filter as labelled),
 ``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact does, the approximate
 index does not), ``retrieved``. An item a retriever returned within k is ``retrieved`` even when its chunk fails the
 filter (a filter violation, counted by ``retrieval.filter_violation``), so the ``retrieved`` share is micro recall@k.
@@ -32,8 +34,8 @@ from ingestaudit.auditors.base import CHAIN, Auditor, PipelineContext, PipelineR
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 
-OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter", "missed_by_ranking",
-            "missed_by_ann", "retrieved")
+OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment", "excluded_by_filter",
+            "missed_by_ranking", "missed_by_ann", "retrieved")
 """Waterfall outcomes, in chain order."""
 
 DEFAULT_K = (1, 3, 5, 10)
@@ -452,6 +454,8 @@ class _Run:
         if any(ann_pos.get(j, k) < k for j in rows):  # as returned, even against the filter (a violation)
             return "retrieved"
         if allowed is not None and not any(j in allowed for j in rows):
+            if any(self.table.passes_as_labelled(q.filter, j) for j in rows):
+                return "excluded_by_enrichment"
             return "excluded_by_filter"
         if any(exact_pos.get(j, k) < k for j in rows):
             return "missed_by_ann"

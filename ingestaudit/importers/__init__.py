@@ -37,6 +37,7 @@ IMPORTERS: dict[str, str] = {
     "dinglehopper": "ingestaudit.importers.dinglehopper:import_dinglehopper",
     "docling": "ingestaudit.importers.docling:import_docling",
     "presidio-synth": "ingestaudit.importers.presidio_synth:import_presidio_synth",
+    "conll2003": "ingestaudit.importers.conll2003:import_conll2003",
     "dedup-provenance": "ingestaudit.importers.dedup_provenance:import_dedup_provenance",
     "lingua-testdata": "ingestaudit.importers.lingua_testdata:import_lingua_testdata",
     "trafilatura-eval": "ingestaudit.importers.trafilatura_eval:import_trafilatura_eval",

@@ -65,7 +65,7 @@ class OutputBlock(_Strict):
 
 
 class OutputSpan(_Strict):
-    """A PII span ``[start, end)`` in code points of the output's own ``text`` (JSON integers: ``true`` or ``5.0`` are
+    """A PII or named-entity span ``[start, end)`` in code points of the output's own ``text`` (JSON integers: ``true`` or ``5.0`` are
     not offsets)."""
 
     start: StrictInt = Field(ge=0, description="first code point of the span in the output's text")
@@ -97,11 +97,20 @@ class OutputChunk(_Strict):
                                                                                   "may test")
 
 
+class OutputRelation(_Strict):
+    """A relation your extractor found: ``head`` and ``tail`` index the output's ``entities`` (from 0)."""
+
+    head: StrictInt = Field(ge=0, description="index of the first argument in the output's 'entities'")
+    tail: StrictInt = Field(ge=0, description="index of the second argument in the output's 'entities'")
+    type: str = Field(min_length=1, description="the relation's type, as the truth names it")
+
+
 class OutputFile(_Strict):
     """A JSON output file. ``text`` or ``pages`` is required (``text`` defaults to the pages joined by a blank line).
 
-    Later-stage outputs (``clean_text``, ``language``, ``pii``, ``dup_cluster``, ``chunks``) go to
-    `ParsedDocument.extras` as plain JSON values; ``pii`` spans must lie inside ``text`` (chunk offsets are
+    Later-stage outputs (``clean_text``, ``language``, ``pii``, ``entities``, ``relations``, ``metadata``,
+    ``dup_cluster``, ``chunks``) go to `ParsedDocument.extras` as plain JSON values; ``pii`` and ``entities`` spans
+    must lie inside ``text`` and relations must index ``entities`` (chunk offsets are
     checked by the chunking stage, see `OutputChunk`).
     """
 
@@ -120,6 +129,15 @@ class OutputFile(_Strict):
                                                            "audited instead of running the detector")
     pii: list[OutputSpan] | None = Field(default=None, description="your PII detector's spans on text; audited "
                                                                    "instead of running the scrubber")
+    entities: list[OutputSpan] | None = Field(default=None, description="your entity extractor's spans on text "
+                                                                        "(types in its vocabulary, renamed by the "
+                                                                        "entities step's type_map); audited instead "
+                                                                        "of running spaCy")
+    relations: list[OutputRelation] | None = Field(default=None, description="your relation extractor's triples "
+                                                                             "over 'entities'")
+    metadata: dict[str, str | int | float | bool | list[str]] | None = Field(
+        default=None, description="your metadata extractor's fields (title, authors, date...); audited instead of "
+                                  "the parser's metadata")
     dup_cluster: str | int | None = Field(default=None, description="your deduplicator's cluster id (compared as "
                                                                     "a string; none: in no cluster)")
     chunks: list[OutputChunk] | None = Field(default=None, description="your chunker's chunks; without them the "
@@ -130,9 +148,15 @@ class OutputFile(_Strict):
         if self.text is None and not self.pages:
             raise ValueError("needs 'text' or 'pages'")
         n = len(self.full_text)
-        for i, span in enumerate(self.pii or []):
-            if span.end > n:
-                raise ValueError(f"pii[{i}]: span [{span.start}, {span.end}) is outside the text ({n} code points)")
+        for key in ("pii", "entities"):
+            for i, span in enumerate(getattr(self, key) or []):
+                if span.end > n:
+                    raise ValueError(f"{key}[{i}]: span [{span.start}, {span.end}) is outside the text ({n} code "
+                                     "points)")
+        n_ents = len(self.entities or [])
+        for i, rel in enumerate(self.relations or []):
+            if max(rel.head, rel.tail) >= n_ents:
+                raise ValueError(f"relations[{i}]: head/tail must index 'entities' ({n_ents} spans)")
         return self
 
     @property
@@ -141,10 +165,11 @@ class OutputFile(_Strict):
         return self.text if self.text is not None else PAGE_SEPARATOR.join(self.pages)
 
 
-EXTRAS = ("clean_text", "language", "pii", "dup_cluster", "chunks")
+EXTRAS = ("clean_text", "language", "pii", "entities", "relations", "metadata", "dup_cluster", "chunks")
 
 
-_FIELDS = frozenset().union(*(m.model_fields for m in (OutputFile, OutputBlock, OutputSpan, OutputChunk)))
+_FIELDS = frozenset().union(*(m.model_fields for m in (OutputFile, OutputBlock, OutputSpan, OutputChunk,
+                                                       OutputRelation)))
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

@@ -24,7 +24,8 @@ RC = {"svg.hashsalt": "ingestaudit", "svg.fonttype": "none", "font.size": 12, "a
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
 
 OUTCOME_COLOURS = {"lost_in_parsing": "#b2182b", "lost_in_cleaning": "#d6604d", "split_by_chunking": "#f4a582",
-                   "excluded_by_filter": "#fddbc7", "missed_by_ranking": "#92c5de", "missed_by_ann": "#4393c3",
+                   "excluded_by_enrichment": "#fee090", "excluded_by_filter": "#fddbc7", "missed_by_ranking": "#92c5de",
+                   "missed_by_ann": "#4393c3",
                    "retrieved": "#1a9850"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")

@@ -361,8 +361,7 @@ class Report(_Model):
         # a report not gated, or of one pipeline: the same bytes as before these fields
         exclude = {name for name in ("gate", "verdict") if getattr(self, name) is None} or None
         data = self.model_dump(mode="json", by_alias=True, exclude=exclude)
-        return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "
-"
+        return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 RUN_SETTINGS_BY_STAGE = {"chunking": ("min_span_coverage",), "retrieval": ("min_span_coverage",)}

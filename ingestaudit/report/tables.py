@@ -14,8 +14,8 @@ from typing import Any
 from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.report.schema import ALL_CLASSES, Failure, MeasurementRow, PairedTest, Report, SummaryRow
 
-STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate", "language", "pii", "dedup",
-               "chunking", "index", "retrieval")
+STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate", "language", "pii", "entities",
+               "metadata", "relations", "dedup", "chunking", "index", "retrieval")
 """Stages in chain order (unknown stages follow, by name)."""
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
@@ -26,6 +26,9 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "boilerplate": ("boilerplate.f1",),
     "language": ("language.macro_f1", "language.accuracy"),
     "pii": ("pii.f1",),
+    "entities": ("entities.f1",),
+    "metadata": ("metadata.exact_match",),
+    "relations": ("relations.f1",),
     "dedup": ("dedup.pairwise_f1", "dedup.bcubed_precision"),
     "chunking": ("chunking.boundary_splits", "chunking.evidence_held"),
     "index": ("index.recall@10",),
@@ -33,14 +36,15 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
 """Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
 K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
 
-KEY_LABELS = {"chunking.boundary_splits": "sentence"}
-"""The label a key metric is read under when it has several: chunking's key is the share of chunk boundaries that
-cut a sentence, which differs between chunkers (``chunking.evidence_held``, the share of evidence spans one chunk
-holds, is 1 for nearly every chunker of a sensible size, so it cannot tell pipelines apart; it stays in every row
-and is the key only when boundary_splits is absent)."""
+KEY_LABELS = {"chunking.boundary_splits": "sentence", "entities.f1": "strict/micro", "relations.f1": "strict/micro"}
+"""The label a key metric is read under when it has several (otherwise ``""``, then the first by name): chunking's
+key is the share of chunk boundaries that cut a sentence, which differs between chunkers (``chunking.evidence_held``,
+the share of evidence spans one chunk holds, is 1 for nearly every chunker of a sensible size, so it cannot tell
+pipelines apart; it stays in every row and is the key only when boundary_splits is absent); the entity and relation
+audits' key is the strict scheme's micro average over types."""
 
-WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_filter",
-                      "missed_by_ranking", "missed_by_ann", "retrieved")
+WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment",
+                      "excluded_by_filter", "missed_by_ranking", "missed_by_ann", "retrieved")
 
 
 def g4(x: float | None, signed: bool = False) -> str:
