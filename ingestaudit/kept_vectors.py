@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ingestaudit.errors import IngestAuditError
 from ingestaudit.report.provenance import KEPT_VECTOR_FILE
 
 MANIFEST = "vectors.json"
@@ -51,7 +52,7 @@ def kept_files(folder: Path) -> list[str]:
         return []
 
 
-class KeptVectorsError(ValueError):
+class KeptVectorsError(IngestAuditError, ValueError):
     """A baseline's kept vectors cannot be used; the message names the file and why."""
 
 
