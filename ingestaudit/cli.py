@@ -547,7 +547,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     render_terminal(report, _stdout(), verbose=verbose, out_dir=out, written=written)
     code = EXIT_OK
     if report.gate is not None:
-        _write_gate_files(report.gate, gate_opts["junit"], key_rows(report.gate, report))
+        _write_gate_files(report.gate, gate_opts["junit"], key_rows(comparison, report))
     if comparison is not None:
         _print_view("\n".join([render_comparison(comparison, width=terminal_width(), verbose=verbose),
                                *band_lines(report.gate)]))
@@ -681,7 +681,7 @@ def compare(
                                        bands_from=bands_from)
     drift = _drift(base, base_report, head_report, head.parent, list(map_ or []))  # kept vectors of both
     _record_gate(head, result)
-    _write_gate_files(result, junit, key_rows(result, head_report))
+    _write_gate_files(result, junit, key_rows(comparison, head_report))
     if json_:
         data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
         data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
