@@ -157,3 +157,36 @@ def test_a_wrong_extracted_year_lands_in_excluded_by_enrichment(tmp_path):
     year = {r["item"]: r["value"] for r in measurements(report)
             if r["metric"] == "metadata.exact_match" and r["label"] == "year"}
     assert year == {"c/wrong": 0.0, "c/right": 1.0, "c/filler": 1.0}
+
+
+def test_a_filter_on_an_extracted_entity_reads_the_chunks_entities(tmp_path):
+    """Issue 28 point 2: a pipeline that names an entities step (precomputed) attaches each chunk's extracted
+    entities as ``entities: {TYPE: [texts]}``; a question filtered on ``entities.ORG = Acme`` lets the Acme
+    document's chunk through (its miss is the ranking's) and excludes the Globex document's (the filter meant it)."""
+    root = tmp_path / "corpus"
+    texts = {"acme": "Acme hired Ann Lee in May.", "globex": "Globex hired Bob Ray in June.",
+             "filler": " ".join(FILLER)}
+    orgs = {"acme": [(0, 4, "ORG"), (11, 18, "PERSON")], "globex": [(0, 6, "ORG")], "filler": []}
+    out = tmp_path / "outputs" / "pipe"
+    for name, text in texts.items():
+        _write(root / "docs" / "c" / f"{name}.txt", "source\n")
+        _write(root / "truth" / "c" / f"{name}.txt", text)
+        pieces = FILLER if name == "filler" else [text]
+        _write(out / "c" / f"{name}.json", json.dumps({
+            "text": text, "chunks": _chunks(text, pieces),
+            "entities": [{"start": a, "end": b, "type": t} for a, b, t in orgs[name]]}))
+    questions = [{"id": q, "question": q, "filter": {"entities.ORG": "Acme"},
+                  "relevant": [{"doc": f"c/{q}", "start": 0, "end": len(texts[q])}]} for q in ("acme", "globex")]
+    _write(root / "questions.jsonl", "\n".join(json.dumps(x) for x in questions) + "\n")
+    _write(root / "ingestaudit.toml", '[pipelines.pipe]\nentities = "precomputed"\n')
+    fill = [{"doc": "c/filler", "chunk": i, "score": 1.0} for i in range(5)]
+    _write(out / "retrieval.jsonl", "\n".join(json.dumps({"question": q, "results": fill})
+                                              for q in ("acme", "globex")) + "\n")
+    report_dir = tmp_path / "report"
+    res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "outputs"), "--out",
+                                   str(report_dir), "--stage", "chunking", "--stage", "retrieval"])
+    assert res.exit_code == 0, res.output
+    rows = measurements(load_report(report_dir))
+    assert not [r for r in rows if r["stage"] == "retrieval" and r["state"] != "ok"]  # the field is carried
+    outcome = {r["item"]: r["label"] for r in rows if r["metric"] == "retrieval.outcome@5" and r["value"] == 1.0}
+    assert outcome == {"acme": "missed_by_ranking", "globex": "excluded_by_filter"}
