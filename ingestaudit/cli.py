@@ -775,9 +775,12 @@ def import_(
     dest: Annotated[Path, typer.Argument(help="Corpus folder to create (absent or empty).")],
     limit: Annotated[Optional[int], typer.Option(min=1, help="Import at most N items (per language for "
                                                  "lingua-testdata), where the importer supports it.")] = None,
+    scheme: Annotated[Optional[str], typer.Option(help="The tagging scheme of the source, where the importer reads "
+                                                  "one (conll2003: iob1, as distributed, or iob2).")] = None,
 ) -> None:
     """Build a corpus (documents linked, truth and precomputed outputs written) from a public labelled data set."""
     import inspect
+    import sys
 
     from ingestaudit.importers import ImporterError, get_importer
 
@@ -794,6 +797,13 @@ def import_(
             if name is None:
                 _fail(f"the {kind} importer has no --limit")
             kwargs[name] = limit
+        if scheme is not None:
+            known = getattr(sys.modules[importer.__module__], "SCHEMES", None)
+            if "scheme" not in inspect.signature(importer).parameters or known is None:
+                _fail(f"the {kind} importer has no --scheme")
+            if scheme not in known:
+                _fail(f"--scheme {scheme!r}: the {kind} importer reads {', '.join(known)}")
+            kwargs["scheme"] = scheme
         summary = importer(src, dest, **kwargs)
     except ImporterError as exc:
         _fail(str(exc), "see 'ingestaudit import --help'")
