@@ -77,8 +77,11 @@ class Question(_Strict):
                                                              "answerable, empty when not)")
     filter: dict[str, Scalar | list[Scalar]] | None = Field(
         default=None, description="a hard metadata filter applied before retrieval: field → value or list of "
-                                  "accepted values, tested against each chunk's metadata (the truth's metadata plus the "
-                                  "chunker's); a field no chunk carries makes the question an error")
+                                  "accepted values, tested against each chunk's metadata (the truth's metadata, the "
+                                  "fields of the pipeline's metadata step, the chunker's, and with an entities step "
+                                  "'entities': {TYPE: [texts]}); a dotted field reads into a table ('entities.ORG'), "
+                                  "a list value passes when one item is accepted; a field no chunk carries makes the "
+                                  "question an error")
     class_: StrictStr | None = Field(default=None, alias="class", min_length=1,
                                      description="the question's stratum (default: the class of its first relevant "
                                                  "document; not '__all__')")
