@@ -404,10 +404,3 @@ def metadata_value(metadata: Mapping[str, Any], key: str) -> Any:
             return _ABSENT
         value = value[part]
     return value
-    for key, want in flt.items():
-        if key not in metadata:
-            return False
-        accepted = want if isinstance(want, list) else [want]
-        if metadata[key] not in accepted:
-            return False
-    return True
