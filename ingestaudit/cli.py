@@ -547,7 +547,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     render_terminal(report, _stdout(), verbose=verbose, out_dir=out, written=written)
     code = EXIT_OK
     if report.gate is not None:
-        _write_gate_files(report.gate, gate_opts["junit"], key_rows(report.gate, report))
+        _write_gate_files(report.gate, gate_opts["junit"], key_rows(comparison, report))
     if comparison is not None:
         _print_view("\n".join([render_comparison(comparison, width=terminal_width(), verbose=verbose),
                                *band_lines(report.gate)]))
@@ -681,7 +681,7 @@ def compare(
                                        bands_from=bands_from)
     drift = _drift(base, base_report, head_report, head.parent, list(map_ or []))  # kept vectors of both
     _record_gate(head, result)
-    _write_gate_files(result, junit, key_rows(result, head_report))
+    _write_gate_files(result, junit, key_rows(comparison, head_report))
     if json_:
         data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
         data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
@@ -775,9 +775,12 @@ def import_(
     dest: Annotated[Path, typer.Argument(help="Corpus folder to create (absent or empty).")],
     limit: Annotated[Optional[int], typer.Option(min=1, help="Import at most N items (per language for "
                                                  "lingua-testdata), where the importer supports it.")] = None,
+    scheme: Annotated[Optional[str], typer.Option(help="The tagging scheme of the source, where the importer reads "
+                                                  "one (conll2003: iob1, as distributed, or iob2).")] = None,
 ) -> None:
     """Build a corpus (documents linked, truth and precomputed outputs written) from a public labelled data set."""
     import inspect
+    import sys
 
     from ingestaudit.importers import ImporterError, get_importer
 
@@ -794,6 +797,13 @@ def import_(
             if name is None:
                 _fail(f"the {kind} importer has no --limit")
             kwargs[name] = limit
+        if scheme is not None:
+            known = getattr(sys.modules[importer.__module__], "SCHEMES", None)
+            if "scheme" not in inspect.signature(importer).parameters or known is None:
+                _fail(f"the {kind} importer has no --scheme")
+            if scheme not in known:
+                _fail(f"--scheme {scheme!r}: the {kind} importer reads {', '.join(known)}")
+            kwargs["scheme"] = scheme
         summary = importer(src, dest, **kwargs)
     except ImporterError as exc:
         _fail(str(exc), "see 'ingestaudit import --help'")

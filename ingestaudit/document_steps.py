@@ -283,9 +283,10 @@ def enriched_metadata(task: Task, parsed: ParsedDocument) -> tuple[dict[str, Any
 
     Without a ``metadata`` step in the pipeline's own table: the truth's ``metadata``, and None. With one
     (``metadata = { use = "parser" }`` or ``"precomputed"``): the truth's metadata overridden by the fields the step
-    extracted (so a question's filter tests what the pipeline extracted), and ``{field: labelled value or None}``
-    for each field whose extracted value differs from the label (the waterfall's ``excluded_by_enrichment``). A
-    step that produced nothing leaves the truth's metadata.
+    extracted (``language`` from the pipeline's language step when it names one,
+    `ingestaudit.steps.metadata_extraction`), so a question's filter tests what the pipeline extracted, and
+    ``{field: labelled value or None}`` for each field whose extracted value differs from the label (the waterfall's
+    ``excluded_by_enrichment``). A step that produced nothing leaves the truth's metadata.
 
     Raises:
         Whatever the metadata step raises on this document (the chain's failure, as a chunker's would be).
@@ -293,13 +294,35 @@ def enriched_metadata(task: Task, parsed: ParsedDocument) -> tuple[dict[str, Any
     truth_meta = task.truth.metadata
     if task.pipeline.step("metadata") is None:
         return truth_meta, None
-    from ingestaudit.steps import run_step, step_options
+    from ingestaudit.steps import metadata_extraction, step_options
 
-    got = run_step("metadata", step_options(task.pipeline, "metadata", {}), parsed, task.truth.text, ())
+    got = metadata_extraction(task.pipeline, step_options(task.pipeline, "metadata", {}), parsed, task.truth.text)
     if got.state or not got.fields:
         return truth_meta, None
     labelled = {k: (truth_meta or {}).get(k) for k, v in got.fields.items() if (truth_meta or {}).get(k) != v}
     return {**(truth_meta or {}), **got.fields}, labelled
+
+
+def attach_entities(task: Task, parsed: ParsedDocument, doc: Any) -> None:
+    """When the pipeline names an ``entities`` step: each chunk of ``doc`` (`ingestaudit.chain.DocChunks`) gets the
+    metadata field ``entities``, ``{TYPE: [text, ...]}`` of the extracted entities over its reference interval
+    (`ingestaudit.enrichment.chunk_entities`, the extractor's types), so a question's filter can name them
+    (``"filter": {"entities.ORG": "Acme"}``, `ingestaudit.questions.filter_passes`). The step runs with the
+    pipeline's own options; a step that produced nothing (no reference text, a state) attaches nothing.
+
+    Raises:
+        Whatever the entities step raises on this document (the chain's failure, as the metadata step's).
+    """
+    if task.pipeline.step("entities") is None or task.truth.text is None:
+        return
+    from ingestaudit.enrichment import chunk_entities
+    from ingestaudit.steps import run_step, step_options
+
+    got = run_step("entities", step_options(task.pipeline, "entities", {}), parsed, task.truth.text, ())
+    if not got.ran or got.state:
+        return
+    per_chunk = chunk_entities(got.spans, task.truth.text, doc.ref_intervals)
+    doc.metadata = [{**m, "entities": e} if e is not None else m for m, e in zip(doc.metadata, per_chunk)]
 
 
 def kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
@@ -410,6 +433,7 @@ def _run_task(task: Task) -> TaskResult:
         else:
             doc_chunks = chain.doc
             doc_chunks.labelled = labelled
+            attach_entities(task, parsed, doc_chunks)
             item = replace(item, chain=chain)
     if wants_chain and chain_failure:
         doc_chunks = DocChunks(task.document.doc_id, task.doc_class, State.ERROR, chain_failure)

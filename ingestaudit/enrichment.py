@@ -8,6 +8,7 @@ A type module below the auditors and the steps, as `ingestaudit.detections` is f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,3 +114,32 @@ class MetadataExtraction:
     fields: dict[str, Any] | None = None
     state: str = ""
     reason: str = ""
+
+
+def chunk_entities(spans: Sequence[tuple[int, int, str] | None], reference: str,
+                   intervals: Sequence[tuple[int, int] | None]) -> list[dict[str, list[str]] | None]:
+    """The entities each chunk carries as metadata: per chunk reference interval ``[start, end)`` (None: the chunk
+    could not be placed on the reference text, and carries nothing), ``{TYPE: [text, ...]}`` of the ``spans`` (on the
+    reference text, `EntityExtraction.spans`; None spans skipped) that overlap it by at least one character, each
+    text the whole entity's ``reference[start:end]``, once per type in text order; types sorted; ``{}`` for a chunk
+    without any.
+
+    Worked example: spans (0, 4, "ORG"), (10, 13, "PER") on "Acme hired Ann ..." and intervals (0, 8), (8, 20):
+    ``[{"ORG": ["Acme"]}, {"PER": ["Ann"]}]``; an entity across the boundary is in both chunks.
+    """
+    placed = sorted(s for s in spans if s is not None)
+    out: list[dict[str, list[str]] | None] = []
+    for iv in intervals:
+        if iv is None:
+            out.append(None)
+            continue
+        lo, hi = iv
+        found: dict[str, list[str]] = {}
+        for start, end, typ in placed:
+            if start >= hi:
+                break
+            texts = found.setdefault(typ, []) if end > lo else None
+            if texts is not None and reference[start:end] not in texts:
+                texts.append(reference[start:end])
+        out.append({t: found[t] for t in sorted(found)})
+    return out

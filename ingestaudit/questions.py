@@ -77,8 +77,11 @@ class Question(_Strict):
                                                              "answerable, empty when not)")
     filter: dict[str, Scalar | list[Scalar]] | None = Field(
         default=None, description="a hard metadata filter applied before retrieval: field → value or list of "
-                                  "accepted values, tested against each chunk's metadata (the truth's metadata plus the "
-                                  "chunker's); a field no chunk carries makes the question an error")
+                                  "accepted values, tested against each chunk's metadata (the truth's metadata, the "
+                                  "fields of the pipeline's metadata step, the chunker's, and with an entities step "
+                                  "'entities': {TYPE: [texts]}); a dotted field reads into a table ('entities.ORG'), "
+                                  "a list value passes when one item is accepted; a field no chunk carries makes the "
+                                  "question an error")
     class_: StrictStr | None = Field(default=None, alias="class", min_length=1,
                                      description="the question's stratum (default: the class of its first relevant "
                                                  "document; not '__all__')")
@@ -369,13 +372,35 @@ def unknown_filter_fields(qset: QuestionSet, truths: Mapping[str, Truth], rel: s
 
 def filter_passes(flt: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> bool:
     """True when ``metadata`` satisfies every field of the hard filter ``flt`` (a value, or a list of accepted
-    values); a field missing from the metadata fails. None or an empty filter passes everything."""
+    values); a field missing from the metadata fails. None or an empty filter passes everything.
+
+    A field ``a.b`` not in the metadata itself reads ``metadata["a"]["b"]`` (the chunk's extracted entities:
+    ``entities.ORG``, `ingestaudit.document_steps.attach_entities`); a value that is a list (the texts of one
+    entity type, a list of authors) passes when one of its items is accepted.
+    """
     if not flt:
         return True
     for key, want in flt.items():
-        if key not in metadata:
+        value = metadata_value(metadata, key)
+        if value is _ABSENT:
             return False
         accepted = want if isinstance(want, list) else [want]
-        if metadata[key] not in accepted:
+        if value not in accepted and not (isinstance(value, list) and any(v in accepted for v in value)):
             return False
     return True
+
+
+_ABSENT = object()
+
+
+def metadata_value(metadata: Mapping[str, Any], key: str) -> Any:
+    """``metadata[key]``, else for a dotted ``key`` the nested value it names (``a.b``: ``metadata["a"]["b"]``);
+    `_ABSENT` when there is none."""
+    if key in metadata:
+        return metadata[key]
+    value: Any = metadata
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value

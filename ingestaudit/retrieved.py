@@ -71,8 +71,13 @@ class ChunkTable:
 
     @property
     def fields(self) -> set[str]:
-        """Every metadata field some chunk carries."""
-        return set().union(*self.meta)
+        """Every metadata field some chunk carries, and ``a.b`` for each key ``b`` of a table-valued field ``a``
+        (``entities.ORG``: `ingestaudit.questions.filter_passes` reads it)."""
+        out: set[str] = set()
+        for m in self.meta:
+            out.update(m)
+            out.update(f"{k}.{sub}" for k, v in m.items() if isinstance(v, dict) for sub in v)
+        return out
 
     def allowed(self, flt: dict[str, Any] | None) -> np.ndarray | None:
         """The rows a question's metadata filter lets through (sorted int64), or None when it has no filter."""

@@ -137,7 +137,30 @@ def step_artefact(auditor: Auditor, pipeline: Pipeline, parsed: Any, truth: Trut
         return None if parsed is None else with_step(auditor, pipeline).corpus_step.document(parsed)
     if not auditor.applies(truth):
         return None
+    if step == "metadata":
+        return metadata_extraction(pipeline, step_options(pipeline, step, auditor.step_options()), parsed, truth.text)
     return run_step(step, step_options(pipeline, step, auditor.step_options()), parsed, truth.text, context)
+
+
+def metadata_extraction(pipeline: Pipeline, options: dict[str, Any], parsed: Any, reference: str | None) -> Any:
+    """The ``metadata`` step's artefact (`ingestaudit.enrichment.MetadataExtraction`) of one document with
+    ``options``, and, when ``pipeline`` names a ``language`` step, its ``language`` field: the language that step
+    detects (or reads from a precomputed output) with the pipeline's options (the mixed-language analysis off: only
+    the language is needed; every language of the detector is a candidate), source ``language step (<detector>)``.
+    The field is left out when the language step abstains or fails; it replaces a ``language`` the metadata step
+    gave.
+
+    Raises:
+        ValueError: bad options of either step.
+    """
+    got = run_step("metadata", options, parsed, reference, ())
+    if pipeline.step("language") is None or not got.ran or got.state:
+        return got
+    lang = run_step("language", {**step_options(pipeline, "language", {}), "mixed": False}, parsed, reference, ())
+    if lang.predicted is None:
+        return got
+    return replace(got, fields={**(got.fields or {}), "language": lang.predicted},
+                   source={**(got.source or {}), "language": f"language step ({lang.source})"})
 
 
 def audit_corpus(auditor: Auditor, items: list[ItemArtefacts], pipeline: Pipeline | None = None) -> CorpusResult:

@@ -50,3 +50,35 @@ def test_enrichment_demo_values(tmp_path):
     assert rows["metadata.exact_match", "date"]["value"] == 1.0
     assert rows["metadata.exact_match", "authors"]["value"] == 1.0
     assert rows["metadata.similarity", "year"]["value"] == pytest.approx(0.75)
+
+
+def test_metadata_from_a_real_pdfs_document_info(tmp_path):
+    """Issue 28 point 4: a PDF written here with PyMuPDF, its document information set (title, author with two
+    names, creationDate), parsed by pymupdf and read by the metadata step's parser extractor (pdf_info): title,
+    authors, year exact; the labelled date 2023-05-04 against the PDF's 2023-05-03 exact 0, similarity 1 - 1/10."""
+    import json
+
+    import pymupdf
+
+    root = tmp_path / "corpus"
+    (root / "docs" / "r").mkdir(parents=True)
+    (root / "truth" / "r").mkdir(parents=True)
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Harbour Lane Cooperative: results of the year.")
+    doc.set_metadata({"title": "Annual Report 2023", "author": "Ann Lee; Bo Chen",
+                      "creationDate": "D:20230503120000+00'00'"})
+    doc.save(str(root / "docs" / "r" / "annual.pdf"))
+    doc.close()
+    (root / "truth" / "r" / "annual.json").write_text(json.dumps({"metadata": {
+        "title": "Annual Report 2023", "authors": ["Ann Lee", "Bo Chen"], "date": "2023-05-04", "year": 2023}}))
+    (root / "ingestaudit.toml").write_text('[pipelines.pdf]\nparser = "pymupdf"\nmetadata = "parser"\n')
+    res = CliRunner().invoke(app, ["run", str(root), "--out", str(tmp_path / "out"), "--stage", "metadata",
+                                   "--executor", "serial"])
+    assert res.exit_code == 0, res.output
+    got = {(r["metric"], r["label"]): (r["value"], r["detail"]["source"], r["detail"]["extracted"])
+           for r in measurements(load_report(tmp_path / "out"))}
+    assert got[("metadata.exact_match", "title")] == (1.0, "pdf_info", "annual report 2023")
+    assert got[("metadata.exact_match", "authors")][:2] == (1.0, "pdf_info")
+    assert got[("metadata.exact_match", "year")][:2] == (1.0, "pdf_info")
+    assert got[("metadata.exact_match", "date")] == (0.0, "pdf_info", "2023-05-03")
+    assert got[("metadata.similarity", "date")][0] == pytest.approx(0.9)

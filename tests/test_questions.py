@@ -110,6 +110,17 @@ def test_filter_passes_a_value_or_a_list_and_fails_a_missing_field():
     assert filter_passes(None, {}) and filter_passes({}, {"a": 1})
 
 
+def test_filter_passes_a_dotted_field_into_a_table_and_a_list_holding_an_accepted_value():
+    chunk = {"year": 2023, "entities": {"ORG": ["Acme", "Globex"], "PER": ["Ann Lee"]}, "authors": ["Ann Lee"]}
+    assert filter_passes({"entities.ORG": "Globex"}, chunk)  # one of the type's texts
+    assert filter_passes({"entities.ORG": ["Initech", "Acme"], "year": 2023}, chunk)
+    assert not filter_passes({"entities.ORG": "Ann Lee"}, chunk)  # another type's text
+    assert not filter_passes({"entities.GPE": "Paris"}, chunk)  # a type the chunk does not carry
+    assert not filter_passes({"year.month": 5}, chunk)  # not a table
+    assert filter_passes({"authors": "Ann Lee"}, chunk) and not filter_passes({"authors": "Bob"}, chunk)
+    assert filter_passes({"a.b": 1}, {"a.b": 1})  # a key that holds a dot itself is read first
+
+
 def test_a_section_item_must_name_a_labelled_heading(tmp_path):
     truths = {"c/h": Truth(text="Fees and charges\nThe fee is 32.", headings=(Heading(level=1, text="Fees and charges"),
                                                                           Heading(level=2, text="Refunds"))),

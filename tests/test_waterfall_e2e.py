@@ -122,38 +122,61 @@ def test_each_evidence_item_lands_in_its_own_outcome(corpus, tmp_path):
     assert timings["pipe"]["retrieval"]["query_latency_ms"]["p50"] == 1.5
 
 
-def test_a_wrong_extracted_year_lands_in_excluded_by_enrichment(tmp_path):
-    """Issue 28: the pipeline's metadata step (precomputed) extracts year 2022 for a document labelled 2023; its chunks
-    carry the extracted year, so a question filtered on year 2023 loses its evidence to the enrichment. A document
-    correctly extracted as 2022 behind the same filter stays excluded_by_filter."""
+def _filtered_run(tmp_path: Path, texts: dict[str, str], truth: dict[str, dict], output: dict[str, dict],
+                  flt: dict, step: str, stages: list[str]) -> list[dict]:
+    """A precomputed corpus (class ``c``; the output's chunks: one per document, ``filler``'s eight sentences) whose
+    pipeline names ``step = "precomputed"``; one question per document but ``filler``, filtered on ``flt``, its
+    evidence the whole document, its results ``filler``'s first five chunks. Returns the run's rows."""
     root = tmp_path / "corpus"
-    texts = {"wrong": "The wrong year hides this sentence.", "right": "The right year keeps this one out.",
-             "filler": " ".join(FILLER)}
-    years = {"wrong": (2023, 2022), "right": (2022, 2022), "filler": (2023, 2023)}  # (labelled, extracted)
     out = tmp_path / "outputs" / "pipe"
     for name, text in texts.items():
         _write(root / "docs" / "c" / f"{name}.txt", "source\n")
         _write(root / "truth" / "c" / f"{name}.txt", text)
-        _write(root / "truth" / "c" / f"{name}.json", json.dumps({"metadata": {"year": years[name][0]}}))
+        if name in truth:
+            _write(root / "truth" / "c" / f"{name}.json", json.dumps(truth[name]))
         pieces = FILLER if name == "filler" else [text]
         _write(out / "c" / f"{name}.json", json.dumps({"text": text, "chunks": _chunks(text, pieces),
-                                                       "metadata": {"year": years[name][1]}}))
-    questions = [{"id": q, "question": q, "filter": {"year": 2023},
-                  "relevant": [{"doc": f"c/{q}", "start": 0, "end": len(texts[q])}]} for q in ("wrong", "right")]
+                                                       **output.get(name, {})}))
+    asked = [q for q in texts if q != "filler"]
+    questions = [{"id": q, "question": q, "filter": flt,
+                  "relevant": [{"doc": f"c/{q}", "start": 0, "end": len(texts[q])}]} for q in asked]
     _write(root / "questions.jsonl", "\n".join(json.dumps(x) for x in questions) + "\n")
-    _write(root / "ingestaudit.toml", '[pipelines.pipe]\nmetadata = "precomputed"\n')
+    _write(root / "ingestaudit.toml", f'[pipelines.pipe]\n{step} = "precomputed"\n')
     fill = [{"doc": "c/filler", "chunk": i, "score": 1.0} for i in range(5)]
-    _write(out / "retrieval.jsonl", "\n".join(json.dumps({"question": q, "results": fill})
-                                              for q in ("wrong", "right")) + "\n")
+    _write(out / "retrieval.jsonl", "\n".join(json.dumps({"question": q, "results": fill}) for q in asked) + "\n")
     report_dir = tmp_path / "report"
     res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(tmp_path / "outputs"), "--out",
-                                   str(report_dir), "--stage", "chunking", "--stage", "retrieval",
-                                   "--stage", "metadata"])
+                                   str(report_dir), *[a for st in stages for a in ("--stage", st)]])
     assert res.exit_code == 0, res.output
-    report = load_report(report_dir)
-    outcome = {r["item"]: r["label"] for r in measurements(report)
-               if r["metric"] == "retrieval.outcome@5" and r["value"] == 1.0}
+    return measurements(load_report(report_dir))
+
+
+def test_a_wrong_extracted_year_lands_in_excluded_by_enrichment(tmp_path):
+    """Issue 28: the pipeline's metadata step (precomputed) extracts year 2022 for a document labelled 2023; its chunks
+    carry the extracted year, so a question filtered on year 2023 loses its evidence to the enrichment. A document
+    correctly extracted as 2022 behind the same filter stays excluded_by_filter."""
+    texts = {"wrong": "The wrong year hides this sentence.", "right": "The right year keeps this one out.",
+             "filler": " ".join(FILLER)}
+    years = {"wrong": (2023, 2022), "right": (2022, 2022), "filler": (2023, 2023)}  # (labelled, extracted)
+    rows = _filtered_run(tmp_path, texts, {n: {"metadata": {"year": y[0]}} for n, y in years.items()},
+                         {n: {"metadata": {"year": y[1]}} for n, y in years.items()}, {"year": 2023}, "metadata",
+                         ["chunking", "retrieval", "metadata"])
+    outcome = {r["item"]: r["label"] for r in rows if r["metric"] == "retrieval.outcome@5" and r["value"] == 1.0}
     assert outcome == {"wrong": "excluded_by_enrichment", "right": "excluded_by_filter"}
-    year = {r["item"]: r["value"] for r in measurements(report)
-            if r["metric"] == "metadata.exact_match" and r["label"] == "year"}
+    year = {r["item"]: r["value"] for r in rows if r["metric"] == "metadata.exact_match" and r["label"] == "year"}
     assert year == {"c/wrong": 0.0, "c/right": 1.0, "c/filler": 1.0}
+
+
+def test_a_filter_on_an_extracted_entity_reads_the_chunks_entities(tmp_path):
+    """Issue 28 point 2: a pipeline that names an entities step (precomputed) attaches each chunk's extracted
+    entities as ``entities: {TYPE: [texts]}``; a question filtered on ``entities.ORG = Acme`` lets the Acme
+    document's chunk through (its miss is the ranking's) and excludes the Globex document's (the filter meant it)."""
+    texts = {"acme": "Acme hired Ann Lee in May.", "globex": "Globex hired Bob Ray in June.",
+             "filler": " ".join(FILLER)}
+    spans = {"acme": [(0, 4, "ORG"), (11, 18, "PERSON")], "globex": [(0, 6, "ORG")], "filler": []}
+    rows = _filtered_run(tmp_path, texts, {}, {n: {"entities": [{"start": a, "end": b, "type": t} for a, b, t in s]}
+                                               for n, s in spans.items()},
+                         {"entities.ORG": "Acme"}, "entities", ["chunking", "retrieval"])
+    assert not [r for r in rows if r["stage"] == "retrieval" and r["state"] != "ok"]  # the field is carried
+    outcome = {r["item"]: r["label"] for r in rows if r["metric"] == "retrieval.outcome@5" and r["value"] == 1.0}
+    assert outcome == {"acme": "missed_by_ranking", "globex": "excluded_by_filter"}

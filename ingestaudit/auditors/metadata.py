@@ -4,8 +4,9 @@ Reads the pipeline's ``metadata`` step artefact (`ingestaudit.enrichment.Metadat
 labelled field with `ingestaudit.metrics.fields.compare_field` after the named field profile (default
 ``field-v1``: NFKC, case folded, white space collapsed), printed in every row's detail and in the options.
 
-Rows per document whose ``metadata`` labels an audited field (`DEFAULT_FIELDS`: title, authors, date, year; or
-the ``fields`` option, ``"*"`` for every labelled field), one pair per such field, labelled by the field name:
+Rows per document whose ``metadata`` labels an audited field (`DEFAULT_FIELDS`: title, authors, date, language,
+year; or the ``fields`` option, ``"*"`` for every labelled field), one pair per such field, labelled by the field
+name:
 
 - ``metadata.exact_match``: 1 when the normalised values are equal (dates: equal as ISO 8601 after parsing), else 0;
   a field the extractor did not give is compared as an empty string (0), with ``missing`` in the detail;
@@ -42,9 +43,11 @@ register(*METRICS)
 
 METRIC_NAMES = tuple(s.name for s in METRICS)
 
-DEFAULT_FIELDS = ("authors", "date", "title", "year")
-"""The fields audited by default: what a metadata extractor produces. Other truth ``metadata`` keys (``lang``,
-``source``...) usually exist for question filters only; ``fields = "*"`` audits every labelled field."""
+DEFAULT_FIELDS = ("authors", "date", "language", "title", "year")
+"""The fields audited by default: what a metadata extractor produces (``language`` from the pipeline's language step,
+`ingestaudit.steps.metadata_extraction`; compared as text after the profile, so label it as the step gives it, an
+ISO 639-1 code such as ``en``). Other truth ``metadata`` keys (``lang``, ``source``...) usually exist for question
+filters only; ``fields = "*"`` audits every labelled field."""
 
 
 @dataclass(frozen=True)

@@ -55,15 +55,15 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.errors import IngestAuditError
 from ingestaudit.report.changes import config_changes, corpus_change
-from ingestaudit.report.rows import row_count
-from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, Report, SummaryRow
+from ingestaudit.report.rows import item_keys, row_count, store_file
+from ingestaudit.report.schema import ALL_CLASSES, Report, SummaryRow
 from ingestaudit.report.stats import (ALPHA, Pairs, attainable_p, compare_pairs, family_adjust, family_size,
                                       orientation_of, pairs_of, resamples_for_family, row_seed, underpowered)
 from ingestaudit.report.tables import direction, g4, measurement_rows
@@ -412,14 +412,49 @@ def _headline(row: SummaryRow | None) -> float | None:
     return row.micro if row.micro is not None else row.macro
 
 
-def _index(report: Report) -> dict[tuple[str, str, str], dict[str, MeasurementRow]]:
-    """Every row by (pipeline, metric, label) and item; only the rows in `HARD_STATES` keep their detail (the gate
-    quotes their message), the others are read without it (`measurement_rows`, streamed from the store)."""
-    out: dict[tuple[str, str, str], dict[str, MeasurementRow]] = defaultdict(dict)
-    for m in measurement_rows(report, detail=False):
-        out[(m.pipeline, m.metric, m.label)][m.item] = m
+class Cell(NamedTuple):
+    """What the gate reads of one measurement row (`_index`): a tuple, not a `MeasurementRow`, so that two reports of
+    a million rows each fit in memory (``detail`` is None except for rows in `HARD_STATES`)."""
+
+    state: str
+    value: float | None
+    numerator: float | None
+    denominator: float | None
+    doc_class: str
+    stage: str
+    detail: dict[str, Any] | None = None
+
+
+def _index(report: Report) -> dict[tuple[str, str, str], dict[str, Cell]]:
+    """Every row by (pipeline, metric, label) and item as a `Cell`; only the rows in `HARD_STATES` keep their detail
+    (the gate quotes their message). A store is read column-wise in batches (`ingestaudit.store.iter_batches`),
+    its repeated texts kept once."""
+    out: dict[tuple[str, str, str], dict[str, Cell]] = defaultdict(dict)
+    path = store_file(report)
+    if path is None:
+        for m in measurement_rows(report):
+            out[(m.pipeline, m.metric, m.label)][m.item] = Cell(
+                m.state, m.value, m.numerator, m.denominator, m.doc_class, m.stage,
+                m.detail if m.state in HARD_STATES else None)
+        return out
+    from ingestaudit.store import iter_batches
+
+    seen: dict[str, str] = {}
+    one = seen.setdefault  # one str object per distinct item, class, stage and state
+    columns = ["pipeline", "metric", "label", "item", "state", "value", "numerator", "denominator", "class", "stage"]
+    for batch in iter_batches(path, columns):
+        pipe, metric, label, item, state, value, num, den, cls, stage = (batch.column(i).to_pylist()
+                                                                         for i in range(len(columns)))
+        last, rows = None, None
+        for k in range(len(item)):
+            key = (pipe[k], metric[k], label[k])
+            if key != last:
+                last, rows = key, out[key]
+            rows[one(item[k], item[k])] = Cell(one(state[k], state[k]), value[k], num[k], den[k],
+                                               one(cls[k], cls[k]), one(stage[k], stage[k]))
     for m in measurement_rows(report, states=HARD_STATES):
-        out[(m.pipeline, m.metric, m.label)][m.item] = m
+        out[(m.pipeline, m.metric, m.label)][m.item] = Cell(m.state, m.value, m.numerator, m.denominator,
+                                                            m.doc_class, m.stage, m.detail)
     return out
 
 
@@ -433,17 +468,27 @@ def _same_content(item: str, base: Report, head: Report) -> bool:
     return hb[:n] == hh[:n]
 
 
-def _pairs(b_rows: Mapping[str, MeasurementRow], h_rows: Mapping[str, MeasurementRow], doc_class: str,
-           base: Report, head: Report) -> Pairs:
-    items = []
+def _changed(base: Report, head: Report) -> frozenset[str]:
+    """The items whose content changed between the reports (not `_same_content`), computed once per comparison."""
+    both = base.corpus.item_hashes.keys() & head.corpus.item_hashes.keys()
+    return frozenset(i for i in both if not _same_content(i, base, head))
+
+
+def _ok_pairs(b_rows: Mapping[str, Cell], h_rows: Mapping[str, Cell], changed: frozenset[str]
+              ) -> list[tuple[str, Cell, Cell]]:
+    """The items ``ok`` with a value on both sides and unchanged in content, sorted by item, with their two rows."""
+    out = []
     for item in sorted(b_rows.keys() & h_rows.keys()):
         rb, rh = b_rows[item], h_rows[item]
-        if rb.state != "ok" or rh.state != "ok" or rb.value is None or rh.value is None:
-            continue
-        if doc_class != ALL_CLASSES and (rb.doc_class != doc_class or rh.doc_class != doc_class):
-            continue
-        if _same_content(item, base, head):
-            items.append((item, rb, rh))
+        if rb.state == "ok" and rh.state == "ok" and rb.value is not None and rh.value is not None \
+                and item not in changed:
+            out.append((item, rb, rh))
+    return out
+
+
+def _pairs(ok: list[tuple[str, Cell, Cell]], doc_class: str) -> Pairs:
+    """The `Pairs` of a summary row of ``doc_class`` from its key's `_ok_pairs` (every class for `ALL_CLASSES`)."""
+    items = ok if doc_class == ALL_CLASSES else [t for t in ok if t[1].doc_class == doc_class == t[2].doc_class]
     return pairs_of([i for i, _, _ in items], [rb for _, rb, _ in items], [rh for _, _, rh in items])
 
 
@@ -540,6 +585,8 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
         raise GateError(f"{base_label}: nothing to gate against: the baseline has no summary row for "
                         f"{', '.join(pb for pb, _ in pairs_of_pipelines)} (and {row_count(base)} measurement rows)")
     b_index, h_index = _index(base), _index(head)
+    changed_items = _changed(base, head)
+    ok_pairs: dict[tuple[str, str, str], list[tuple[str, Cell, Cell]]] = {}
     h_summary = {(r.pipeline, r.doc_class, r.metric, r.label): r for r in head.summary}
     run_cfg = head.config.get("run") if isinstance(head.config.get("run"), dict) else {}
     seed = run_cfg.get("seed", 0) if isinstance(run_cfg.get("seed", 0), int) else 0
@@ -565,7 +612,12 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
         res.budget = budget.text()
         b_rows, h_rows = b_index.get((b.pipeline, b.metric, b.label)), h_index.get((ph, b.metric, b.label))
         per_item = b.level != "corpus" and bool(b_rows) and bool(h_rows)
-        pairs = _pairs(b_rows, h_rows, b.doc_class, base, head) if per_item else None  # type: ignore[arg-type]
+        pairs = None
+        if per_item:  # the ok pairs of a key are found once for its classes and __all__
+            key_ok = (b.pipeline, b.metric, b.label)
+            if key_ok not in ok_pairs:
+                ok_pairs[key_ok] = _ok_pairs(b_rows, h_rows, changed_items)  # type: ignore[arg-type]
+            pairs = _pairs(ok_pairs[key_ok], b.doc_class)
         if pairs is not None:
             key = (b.pipeline, b.metric, b.label, frozenset(pairs.items))
             if b.doc_class == ALL_CLASSES and pairs.n and key in seen_sets:
@@ -632,16 +684,16 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
             res.status = "within_budget"
 
     b_items, h_items = _items(base), _items(head)
-    changed = sorted(i for i in b_items.keys() & h_items.keys() if not _same_content(i, base, head))
+    changed = sorted(i for i in b_items.keys() & h_items.keys() if i in changed_items)
     mapped_b = {pb for pb, _ in pairs_of_pipelines}
     mapped_h = {ph for _, ph in pairs_of_pipelines}
     missing = _missing_rows(base, head, b_by_pipeline)
     items = {"added": sorted(h_items.keys() - b_items.keys()), "removed": sorted(b_items.keys() - h_items.keys()),
-             "changed": changed, "no_longer_measured": _no_longer_measured(base, head, pairs_of_pipelines,
-                                                                           b_index, h_index)}
+             "changed": changed, "no_longer_measured": _no_longer_measured(pairs_of_pipelines, b_index, h_index,
+                                                                           changed_items)}
     return Comparison(
         base_label=base_label, head_label=head_label, rows=rows,
-        hard=_hard_regressions(base, head, pairs_of_pipelines, b_index, h_index),
+        hard=_hard_regressions(base, head, pairs_of_pipelines, b_index, h_index, changed_items),
         pipelines={"paired": [list(p) for p in pairs_of_pipelines],
                    "only_base": [p for p in _names(base) if p not in mapped_b],
                    "only_head": [p for p in _names(head) if p not in mapped_h]},
@@ -689,7 +741,8 @@ def _names(r: Report) -> list[str]:
 
 
 def _items(r: Report) -> dict[str, str]:
-    return {m.item: m.item_kind for m in measurement_rows(r, detail=False)}
+    """Item -> its kind, from two columns of the store (`ingestaudit.report.rows.item_keys`)."""
+    return {item: kind for kind, item in item_keys(r)}
 
 
 def _budget_only(res: RowResult, budget: Budget) -> None:
@@ -711,7 +764,7 @@ def _budget_only(res: RowResult, budget: Budget) -> None:
 
 
 def _hard_regressions(base: Report, head: Report, pairs: list[tuple[str, str]],
-                      b_index: Mapping, h_index: Mapping) -> list[HardRegression]:
+                      b_index: Mapping, h_index: Mapping, changed: frozenset[str]) -> list[HardRegression]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for pb, ph in pairs:
         for (pipe, metric, label), b_rows in b_index.items():
@@ -720,7 +773,7 @@ def _hard_regressions(base: Report, head: Report, pairs: list[tuple[str, str]],
             h_rows = h_index.get((ph, metric, label), {})
             for item, rb in b_rows.items():
                 rh = h_rows.get(item)
-                if rb.state == "ok" and rh is not None and rh.state in HARD_STATES and _same_content(item, base, head):
+                if rb.state == "ok" and rh is not None and rh.state in HARD_STATES and item not in changed:
                     entry = found.setdefault((ph, item), {"stages": set(), "state": rh.state, "message": ""})
                     entry["stages"].add(rh.stage)
                     if not entry["message"]:
@@ -736,8 +789,8 @@ def _hard_regressions(base: Report, head: Report, pairs: list[tuple[str, str]],
     return sorted(out, key=lambda h: (h.pipeline, h.item, h.stages))
 
 
-def _no_longer_measured(base: Report, head: Report, pairs: list[tuple[str, str]], b_index: Mapping,
-                        h_index: Mapping) -> list[str]:
+def _no_longer_measured(pairs: list[tuple[str, str]], b_index: Mapping, h_index: Mapping,
+                        changed: frozenset[str]) -> list[str]:
     """``pipeline item stage: ok -> state`` for items that went from ok to skipped or no_reference."""
     out = set()
     for pb, ph in pairs:
@@ -748,7 +801,7 @@ def _no_longer_measured(base: Report, head: Report, pairs: list[tuple[str, str]]
             for item, rb in b_rows.items():
                 rh = h_rows.get(item)
                 if rb.state == "ok" and rh is not None and rh.state not in HARD_STATES + ("ok",) \
-                        and _same_content(item, base, head):
+                        and item not in changed:
                     out.add(f"{ph} {item} {rh.stage}: ok -> {rh.state}")
     return sorted(out)
 

@@ -6,8 +6,8 @@ and JUnit XML for CI systems (``--junit PATH``).
 a history with no run yet: nothing to gate against). ``message`` holds the first lines a person reads (the verdict
 sentence, what changed in the configuration and the corpus).
 
-JUnit: one ``testsuite`` per class (``__all__`` included), one ``testcase`` per gated key metric x pipeline
-(`ingestaudit.report.tables.headline_keys`) and per regressed row, with a ``failure`` element (its message the
+JUnit: one ``testsuite`` per class (``__all__`` included), one ``testcase`` per key metric x pipeline the gate
+compared (`key_rows`: never a pipeline only in the head or a not comparable row) and per regressed row, with a ``failure`` element (its message the
 row's change, interval, budget and test) for each regression; hard regressions and rows missing in the head are
 testcases of a ``gate`` suite, each failed. Attributes follow the JUnit schema CI systems read (Jenkins'
 junit-10.xsd): ``testsuites``/``testsuite`` carry ``name``, ``tests``, ``failures``, ``errors``, ``skipped``;
@@ -212,13 +212,19 @@ def band_lines(result: GateResult) -> list[str]:
     return out
 
 
-def key_rows(result: GateResult, head: Any) -> list[tuple[str, str, str, str]]:
-    """The head's key metric rows (`ingestaudit.report.tables.headline_keys`) that the gate compared: JUnit's
-    testcases."""
+NOT_GATED = ("not_comparable", "no_pairs")
+"""`ingestaudit.report.compare.RowResult` statuses of rows that were paired but not gated: no JUnit testcase."""
+
+
+def key_rows(comparison: Any, head: Any) -> list[tuple[str, str, str, str]]:
+    """The head's key metric rows (`ingestaudit.report.tables.headline_keys`) that ``comparison``
+    (`ingestaudit.report.compare.Comparison`, or None: nothing was gated) actually gated: JUnit's testcases. A row
+    of a pipeline only in the head, a not comparable row, a row without pairs and a row missing in the head are no
+    testcase (the last is a failed one of the ``gate`` suite)."""
     from ingestaudit.report.tables import headline_keys
 
+    if comparison is None:
+        return []
     keys = set(headline_keys(head.summary).values())
-    skipped = {(r.pipeline, r.doc_class, r.metric, r.label) for r in result.not_comparable}
-    return sorted({(r.pipeline, r.doc_class, r.metric, r.label) for r in head.summary
-                   if (r.metric, r.label) in keys and (r.pipeline, r.doc_class, r.metric, r.label) not in skipped
-                   and (r.micro is not None or r.macro is not None)})
+    return sorted({(r.pipeline, r.doc_class, r.metric, r.label) for r in comparison.rows
+                   if (r.metric, r.label) in keys and r.status not in NOT_GATED})

@@ -37,6 +37,8 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from ingestaudit.metrics.significance import holm
@@ -98,14 +100,14 @@ class Pairs:
     def n(self) -> int:
         return len(self.items)
 
-    @property
+    @cached_property
     def micro(self) -> bool:
-        """True when the difference is of micro values (every item has counts on both sides)."""
+        """True when the difference is of micro values (every item has counts on both sides); computed once."""
         return self.num_a is not None and self.n > 0 and sum(self.den_a) > 0 and sum(self.den_b) > 0  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def moved(self) -> int:
-        """Items whose value changed."""
+        """Items whose value changed (computed once: the gate reads it several times per row)."""
         return sum(1 for x, y in zip(self.a, self.b) if x != y)
 
     def value(self, side: str) -> float:
@@ -123,7 +125,7 @@ def pairs_of(items: Sequence[str], a_rows: Sequence[Any], b_rows: Sequence[Any])
                                  for r in (*a_rows, *b_rows))
 
     def col(rows: Sequence[Any], name: str) -> tuple[float, ...]:
-        return tuple(float(getattr(r, name)) for r in rows)
+        return tuple(map(float, map(attrgetter(name), rows)))
 
     return Pairs(tuple(items), col(a_rows, "value"), col(b_rows, "value"),
                  *((col(a_rows, "numerator"), col(a_rows, "denominator"), col(b_rows, "numerator"),

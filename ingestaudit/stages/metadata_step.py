@@ -12,7 +12,8 @@ Extractors:
                  document's first heading block of the smallest level (``first_heading``).
 ``precomputed``  the ``metadata`` object of a precomputed output (``--outputs``).
 
-With ``prefer_precomputed`` an output's ``metadata`` is read whatever the extractor.
+With ``prefer_precomputed`` an output's ``metadata`` is read whatever the extractor. A pipeline that names a
+``language`` step also gets the ``language`` field from it (`ingestaudit.steps.metadata_extraction`).
 """
 
 from __future__ import annotations

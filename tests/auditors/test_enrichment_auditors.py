@@ -130,6 +130,39 @@ def test_metadata_title_by_hand_and_parser_first_heading():
     assert r2["c/a", "metadata.exact_match", "title"].detail["source"] == "first_heading"
 
 
+def test_metadata_language_field_comes_from_the_pipelines_language_step():
+    """Issue 28 point 1: with a language step in the pipeline the metadata step's artefact gains ``language`` (here
+    the output's precomputed tag, which the language step reads), audited like the other fields; without one the
+    labelled field is missing."""
+    gold = Truth(text=TEXT, metadata={"language": "de", "title": "Annual Report 2023"})
+    out = ParsedDocument(text=TEXT, extras={"metadata": {"title": "Annual Report 2023"}, "language": "de"})
+    with_lang = rows(audit_corpus(MetadataAuditor(), [item("c/a", "c", gold, out)],
+                                  make_pipeline("p", {"metadata": "precomputed", "language": "lingua"})))
+    lang = with_lang["c/a", "metadata.exact_match", "language"]
+    assert (lang.value, lang.detail["extracted"], lang.detail["source"]) == (1.0, "de", "language step (precomputed)")
+    assert with_lang["c/a", "metadata.similarity", "language"].value == 1.0
+    assert with_lang["c/a", "metadata.exact_match", "title"].value == 1.0
+    english = ParsedDocument(text=TEXT, extras={"metadata": {}, "language": "en"})
+    wrong = rows(audit_corpus(MetadataAuditor(), [item("c/a", "c", gold, english)],
+                              make_pipeline("p", {"metadata": "precomputed", "language": "lingua"})))
+    assert wrong["c/a", "metadata.exact_match", "language"].value == 0.0
+    assert wrong["c/a", "metadata.similarity", "language"].value == 0.0  # "en" vs "de": 2 edits of 2
+    without = rows(audit_corpus(MetadataAuditor(), [item("c/a", "c", gold, out)],
+                                make_pipeline("p", {"metadata": "precomputed"})))
+    assert without["c/a", "metadata.exact_match", "language"].detail["missing"] is True
+    assert without["c/a", "metadata.exact_match", "language"].value == 0.0
+
+
+def test_chunk_entities_by_hand():
+    from ingestaudit.enrichment import chunk_entities
+
+    text = "Acme hired Ann Lee and Acme paid Ann."
+    spans = [(0, 4, "ORG"), (11, 18, "PER"), (23, 27, "ORG"), (33, 36, "PER"), None]
+    # chunk 1 [0, 15) holds Acme and half of Ann Lee; chunk 2 [15, 37) the rest; chunk 3 was not placed
+    assert chunk_entities(spans, text, [(0, 15), (15, 37), None, (4, 11)]) == [
+        {"ORG": ["Acme"], "PER": ["Ann Lee"]}, {"ORG": ["Acme"], "PER": ["Ann Lee", "Ann"]}, None, {}]
+
+
 def test_metadata_date_parse_failure_and_bad_label():
     out = ParsedDocument(text=TEXT, extras={"metadata": {"date": "last spring"}})
     result = audit_corpus(MetadataAuditor(), [item("c/a", "c", Truth(text=TEXT, metadata={"date": "2023-05-03"}),

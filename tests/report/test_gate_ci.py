@@ -109,6 +109,44 @@ def test_gate_json_report_json_and_junit_name_one_failure_per_regression(tmp_pat
                               "budget 0.01, p_holm")
 
 
+def test_junit_has_testcases_only_for_rows_the_gate_compared(tmp_path):
+    """A pipeline only in the head was never gated: no (passing) testcase; a metric the head no longer reports is
+    missing in the head: a failed testcase of the gate suite, not a passing one of its class."""
+    from junitparser import Failure, JUnitXml
+
+    wer = cer_rows("pymupdf", "invoices", [0.20] * 12, metric="extraction.wer")
+    base = build(cer_rows("pymupdf", "invoices", [0.10] * 12) + wer)
+    head = build(cer_rows("pymupdf", "invoices", [0.10] * 12) + cer_rows("new", "invoices", [0.30] * 12))
+    junit = tmp_path / "gate.xml"
+    result, _ = compare(tmp_path, base, head, "--junit", str(junit))
+    assert result.exit_code == 1, result.output  # extraction.wer is missing in the head
+    assert "only in the head: new" in result.stdout
+    xml = JUnitXml.fromfile(str(junit))
+    cases = [(s.name, c.name, [r.type for r in c.result if isinstance(r, Failure)]) for s in xml for c in s]
+    # invoices and __all__ hold the same 12 items: the row is gated once, in its class
+    assert cases == [("invoices", "pymupdf · extraction.cer", []),
+                     ("gate", "pymupdf · metric extraction.wer", ["missing in the head"])]
+    assert (xml.tests, xml.failures) == (2, 1)
+
+
+def test_compare_warns_when_it_cannot_write_beside_head_and_keeps_its_verdict(tmp_path):
+    """gate.json cannot be written (a folder of that name is in the way: os.replace fails with EISDIR, also as
+    root): a warning naming HEAD, report.json untouched, no temporary file left, the exit code the verdict's."""
+    base = build(cer_rows("pymupdf", "invoices", [0.10] * 30))
+    head = build(cer_rows("pymupdf", "invoices", [0.15] * 30))
+    h = write(head, tmp_path / "head" / "report.json")
+    (h.parent / "gate.json" / "in-the-way").mkdir(parents=True)
+    before = h.read_bytes()
+    result, _ = compare(tmp_path, base, head)
+    assert result.exit_code == 1, result.output  # the regression still fails the gate
+    warning = " ".join(result.stderr.split())
+    assert warning.startswith(f"warning: the gate's result was not written beside {h} (")
+    assert "gate FAILED: 1 regression" in result.stdout
+    assert h.read_bytes() == before
+    assert sorted(p.name for p in h.parent.iterdir()) == ["gate.json", "report.json"]
+    assert [p.name for p in (h.parent / "gate.json").iterdir()] == ["in-the-way"]
+
+
 def test_a_report_not_gated_has_no_gate_key():
     report = one_class(0.1)
     assert "gate" not in json.loads(report.to_json())  # the same keys, so the same bytes, as before issue 26

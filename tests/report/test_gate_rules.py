@@ -180,3 +180,50 @@ def test_bad_budget_and_bad_map_flags_are_exit_2_naming_the_flag(tmp_path):
     assert result.exit_code == 2 and "--budget extraction.cre=0.1: unknown metric" in result.output
     result = run_cli("compare", str(good), str(good), "--map", "nope=p")
     assert result.exit_code == 2 and "--map nope=p: the baseline has no pipeline 'nope'" in result.output
+
+
+def _stored(report, folder):
+    """``report`` with its rows moved into a measurements.parquet store in ``folder`` (as a run writes it)."""
+    from ingestaudit.report.schema import StoreRef
+    from ingestaudit.store import write_measurements
+
+    folder.mkdir(parents=True)
+    rows = report.measurements
+    sha = write_measurements(rows, folder / "measurements.parquet")
+    report.measurements = StoreRef(file="measurements.parquet", sha256=sha, rows=len(rows))
+    from ingestaudit.report.schema import read_report
+
+    return read_report(write(report, folder / "report.json"))
+
+
+def test_the_gate_reads_a_store_column_wise_with_the_same_result_as_inline_rows(tmp_path):
+    """The gate's index of a store (column-wise `Cell` s, issue 26 performance) gives the comparison the inline rows
+    give: a regression in one class, a hard regression quoting its row's reason, an item no longer measured and an
+    item whose content changed."""
+    import hashlib
+
+    def report(cer, last_state, last_reason=""):
+        rows = cer_rows("tess", "scans", cer) + cer_rows("tess", "memos", [0.2] * 12)
+        rows += [Row("memos/x1", "memos", "tess", "extraction.cer", 0.1 if last_state == "ok" else None,
+                     10.0 if last_state == "ok" else None, 100.0 if last_state == "ok" else None, last_state,
+                     reason=last_reason),
+                 Row("memos/x2", "memos", "tess", "extraction.cer", 0.1 if last_state == "ok" else None,
+                     10.0 if last_state == "ok" else None, 100.0 if last_state == "ok" else None,
+                     "ok" if last_state == "ok" else "skipped", reason="" if last_state == "ok" else "too big")]
+        items = sorted({r.item for r in rows})
+        hashes = {i: hashlib.sha256(i.encode()).hexdigest() for i in items}
+        return build(rows, hashes=hashes)
+
+    base = report([0.10] * 12, "ok")
+    head = report([0.15] * 12, "error", "parser raised ValueError: bad xref")
+    head.corpus.item_hashes["memos/d00"] = "0" * 64  # its content changed: never paired
+    inline = compare_reports(base, head)
+    stored = compare_reports(_stored(base, tmp_path / "base"), _stored(head, tmp_path / "head"))
+    assert stored.to_dict() == inline.to_dict()
+    assert [(r.doc_class, r.status) for r in stored.regressions] == [("scans", "regression"), ("__all__", "regression")]
+    assert [(h.item, h.state, h.message) for h in stored.hard] == [
+        ("memos/x1", "error", "parser raised ValueError: bad xref")]
+    assert stored.items["no_longer_measured"] == ["tess memos/x2 extraction: ok -> skipped"]
+    assert stored.items["changed"] == ["memos/d00"]
+    memos = next(r for r in stored.rows if r.doc_class == "memos")
+    assert memos.n_pairs == 11  # 12 memos less the changed one (x1 and x2 are not ok in the head)

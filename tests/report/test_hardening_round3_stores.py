@@ -245,11 +245,14 @@ while not go.exists():  # both processes start appending at the same moment
     time.sleep(0.01)
 for night in range(4):
     report = build(cer_rows("tess", "scans", [0.1 + night / 100] * 23))
-    append_run(db, report, label=f"{{who}}-{{night}}")
+    verdict = "pass" if (who == "east") == (night % 2 == 0) else "fail"
+    append_run(db, report, label=f"{{who}}-{{night}}", verdict=verdict)
 """
 
 
 def test_two_processes_appending_to_one_history_lose_no_row(tmp_path):
+    """Each run is appended with its gate verdict (east: pass on even nights, west on odd ones): every row and every
+    verdict is stored."""
     db = tmp_path / "shared.duckdb"
     script = APPENDER.format(kit=str(Path(__file__).parent))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -263,6 +266,8 @@ def test_two_processes_appending_to_one_history_lose_no_row(tmp_path):
     runs = list_runs(db)
     assert sorted(r.label for r in runs) == sorted(f"{w}-{n}" for w in ("east", "west") for n in range(4))
     assert [r.run_id for r in runs] == list(range(1, 9))
+    assert {r.label: r.verdict for r in runs} == {f"{w}-{n}": "pass" if (w == "east") == (n % 2 == 0) else "fail"
+                                                 for w in ("east", "west") for n in range(4)}
     from ingestaudit.db import connect
 
     con = connect(str(db), read_only=True)
