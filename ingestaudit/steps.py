@@ -108,10 +108,27 @@ def run_step(step: str, options: dict[str, Any], parsed: Any, reference: str | N
     Returns:
         The step's artefact (`ingestaudit.detections.LanguageDetection`, `ingestaudit.detections.PiiDetection`).
 
+    Each artefact is computed once per document: a step asked again for the same document (the parsed document
+    last given, by identity), options, reference and context returns the artefact it computed (an enrichment step
+    read by its auditor and by the chunks' metadata runs once).
+
     Raises:
         ValueError: bad options.
     """
-    return _built(step, options).run(parsed, reference, context)
+    if parsed is None:
+        return _built(step, options).run(parsed, reference, context)
+    if _LAST_DOC.get("parsed") is not parsed or _LAST_DOC.get("reference") is not reference:
+        _LAST_DOC.clear()
+        _LAST_DOC.update(parsed=parsed, reference=reference, artefacts={})  # held: its id is never reused meanwhile
+    key = (step, repr(sorted(options.items())), context)
+    artefacts = _LAST_DOC["artefacts"]
+    if key not in artefacts:
+        artefacts[key] = _built(step, options).run(parsed, reference, context)
+    return artefacts[key]
+
+
+_LAST_DOC: dict[str, Any] = {}
+"""Per process: the document `run_step` last ran on and its artefacts by (step, options, context)."""
 
 
 def step_info(step: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
