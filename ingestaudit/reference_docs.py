@@ -10,10 +10,10 @@ unknown-key messages of the loaders (`ingestaudit.schema_keys`) list the same ke
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 import re
-import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -411,15 +411,17 @@ def write_pages(root: Path, *, check: bool = False) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ingestaudit.reference_docs [--check] [ROOT]`` (ROOT: the repository, default the one holding this
-    package). Exit 1 with ``--check`` when a page is stale."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    check = "--check" in args
-    rest = [a for a in args if a != "--check"]
-    root = Path(rest[0]) if rest else Path(__file__).resolve().parent.parent
-    changed = write_pages(root, check=check)
+    package). Exit 1 with ``--check`` when a page is stale; exit 2 on an unknown option (argparse's usage error)."""
+    parser = argparse.ArgumentParser(prog="python -m ingestaudit.reference_docs",
+                                     description="Write (or with --check, compare) the generated reference pages.")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a page is stale; write nothing")
+    parser.add_argument("root", nargs="?", type=Path, default=Path(__file__).resolve().parent.parent,
+                        help="the repository (default: the one holding this package)")
+    args = parser.parse_args(argv)
+    changed = write_pages(args.root, check=args.check)
     for p in changed:
-        print(("stale: " if check else "wrote ") + p)
-    return 1 if check and changed else 0
+        print(("stale: " if args.check else "wrote ") + p)
+    return 1 if args.check and changed else 0
 
 
 if __name__ == "__main__":

@@ -35,6 +35,18 @@ def test_check_mode_reports_stale_pages_and_writes_nothing(tmp_path):
                                                                      "truth.md"]
 
 
+def test_help_prints_usage_and_writes_no_folder_named_after_it(tmp_path, monkeypatch, capsys):
+    # regression: `python -m ingestaudit.reference_docs --help` wrote the pages into a folder named `--help`
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        rd.main(["--help"])
+    assert stop.value.code == 0 and "usage:" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stop:
+        rd.main(["--chek"])
+    assert stop.value.code == 2
+    assert list(tmp_path.iterdir()) == []
+
+
 class _Inner(BaseModel):
     """An inner object."""
 
