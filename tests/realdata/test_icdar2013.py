@@ -120,22 +120,43 @@ def test_import_layout_and_truth(src, imported):
     assert first.startswith('<table><tbody><tr><td rowspan="2">Category</td><td colspan="4">2005</td>')
 
 
+SAMPLE = ("us-001", "us-005", "us-016", "us-022", "us-027")
+"""The end-to-end run's documents: PyMuPDF's table finder takes about 1.3 s a document and unstructured about 1.5 s
+(all 40 through both: the suite's longest test, 70-190 s), and what the run shows needs only a sample: the three
+independently recomputed documents, us-001 (spans) and us-027."""
+
+
+@pytest.fixture(scope="module")
+def sample(imported, tmp_path_factory) -> Path:
+    """A copy of the imported corpus (links kept) holding only `SAMPLE`."""
+    import shutil
+
+    dest, _ = imported
+    small = tmp_path_factory.mktemp("icdar_sample") / "corpus"
+    shutil.copytree(dest, small, symlinks=True)
+    for kind, suffix in (("docs", ".pdf"), ("truth", ".json")):
+        for path in (small / kind / "us").iterdir():
+            if path.name.removesuffix(suffix) not in SAMPLE:
+                path.unlink()
+    return small
+
+
 @pytest.mark.slow
-def test_pymupdf_and_unstructured_end_to_end(src, imported, tmp_path):
+def test_pymupdf_and_unstructured_end_to_end(sample, tmp_path):
     from ingestaudit.cli import app
     from ingestaudit.document import Document
     from ingestaudit.parsers.pymupdf_parser import PyMuPDFParser
 
-    dest, summary = imported
+    dest = sample
     out = tmp_path / "out"
     r = CliRunner().invoke(app, ["run", str(dest), "--parser", "pymupdf", "--parser", "unstructured",
-                                 "--stage", "tables", "--out", str(out), "--workers", "2"])
+                                 "--stage", "tables", "--out", str(out), "--executor", "serial"])
     assert r.exit_code == 0, r.output
     text = (out / "report.json").read_text(encoding="utf-8")
     assert "NaN" not in text and "Infinity" not in text
     report = json.loads(text)
     rows = measurements(out)
-    docs = set(summary.documents)
+    docs = {f"us/{name}" for name in SAMPLE}
     metrics = {"tables.teds", "tables.teds_s", "tables.precision", "tables.recall", "tables.f1"}
     by = {(m["item"], m["pipeline"], m["metric"], m["label"]): m for m in rows}
     for parser in ("pymupdf", "unstructured"):
@@ -154,7 +175,7 @@ def test_pymupdf_and_unstructured_end_to_end(src, imported, tmp_path):
     pm = {d: by[d, "pymupdf", "tables.teds", ""] for d in docs}
     assert all(m["state"] in ("ok", "skipped", "error") for m in pm.values())
     ok = [m for m in pm.values() if m["state"] == "ok"]
-    assert len(ok) >= 35
+    assert len(ok) == len(SAMPLE)  # each sampled PDF has a table PyMuPDF finds
     for d, m in pm.items():
         n_ref = len(json.loads((dest / "truth" / f"{d}.json").read_text(encoding="utf-8"))["tables"])
         if m["state"] == "ok":

@@ -214,6 +214,8 @@ def audit_and_check(shared_data: Path, tmp_path: Path, limit: int | None) -> Non
 
 
 @pytest.mark.slow
-def test_presidio_on_300_records(shared_data, tmp_path):
-    """The first 300 of the file's 1,000 records (the whole file takes about 45 s and shows nothing more)."""
-    audit_and_check(shared_data, tmp_path, 300)
+def test_presidio_on_133_records(shared_data, tmp_path):
+    """The first 133 of the file's 1,000 records: the shortest head holding every one of the file's 17 labelled
+    types (the 133rd holds the first IP_ADDRESS). The whole file takes about 45 s and shows nothing more; 300 records
+    made this the suite's fifth longest test."""
+    audit_and_check(shared_data, tmp_path, 133)
