@@ -274,7 +274,7 @@ def run(
     # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
-    gate_opts = _gate_options(baseline, cfg.gate, cfg_path, history, junit, found.root, corpus_ids)
+    gate_opts = _gate_options(baseline, cfg.gate, cfg_path, history, junit, found.root, corpus_ids, out)
     cfg.run.parsers = [name for p in pipes if p.precomputed_root is None for name in p.parsers()]
     if not found.documents:
         _fail(f"{found.root}: no documents under docs/<class>/")
@@ -448,11 +448,13 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
 
 
 def _gate_options(baseline: str | None, config_gate: dict, cfg_path: Path | None, history: Path | None,
-                  junit: Path | None, corpus_root: Path, root_ids) -> dict:
+                  junit: Path | None, corpus_root: Path, root_ids, out: Path) -> dict:
     """The gate's settings (`ingestaudit.report.compare.gate_settings`), the history its control bands come from
-    (the baseline's ``history:DB``, else ``--history``), the ``--junit`` file (checked before the audit) and the
-    baseline as given. Exits 2 naming the setting or file on a bad one."""
+    (the baseline's ``history:DB``, else ``--history``), the ``--junit`` file (checked before the audit: not one of
+    the report's own files in ``out``, not the history) and the baseline as given. Exits 2 naming the setting or
+    file on a bad one."""
     from ingestaudit.io import check_output_file
+    from ingestaudit.report.provenance import REPORT_FILES
     from ingestaudit.report.compare import gate_settings
     from ingestaudit.report.history import HISTORY_PREFIX
 
@@ -460,7 +462,8 @@ def _gate_options(baseline: str | None, config_gate: dict, cfg_path: Path | None
     if junit is not None:
         if baseline is None:
             _fail(f"--junit {junit}: only a gated run writes a gate result", "add --baseline REPORT or history:DB")
-        check_output_file(junit, corpus_root=corpus_root, root_ids=root_ids, flag="--junit")
+        check_output_file(junit, corpus_root=corpus_root, root_ids=root_ids, flag="--junit",
+                          own=[out / name for name in REPORT_FILES] + ([history] if history is not None else []))
     bands_from = Path(baseline[len(HISTORY_PREFIX):]) if baseline and baseline.startswith(HISTORY_PREFIX) \
         else history
     return {"settings": settings, "junit": junit, "bands_from": bands_from, "baseline": baseline}
@@ -673,8 +676,11 @@ def compare(
     if junit is not None:
         from ingestaudit.io import check_output_file
 
+        from ingestaudit.report.gate_result import GATE_FILE
+
         check_output_file(junit, corpus_root=None, root_ids=None, flag="--junit",
-                          never=[head, *([Path(base)] if not base.startswith(HISTORY_PREFIX) else [])])
+                          never=[Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else Path(base)],
+                          own=[head, head.parent / GATE_FILE])
     bands_from = Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else None
     comparison, result = evaluate_gate(base_report, head_report, budgets=budgets, settings=settings,
                                        maps=list(map_ or []), base_label=base_label, head_label=str(head),
@@ -705,7 +711,7 @@ def _record_gate(head: Path, result) -> None:
     code): compare also reads reports it may not change."""
     import json as _json
 
-    from ingestaudit.io import describe, write_atomic
+    from ingestaudit.io import OutputError, describe, write_atomic
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.gate_result import GATE_FILE
 
@@ -714,8 +720,9 @@ def _record_gate(head: Path, result) -> None:
         raw["gate"] = result.model_dump(mode="json")
         write_atomic(head.parent / GATE_FILE, result.to_json())
         write_atomic(head, _json.dumps(raw, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-    except OSError as exc:
-        _stderr().print(terminal_text(f"warning: the gate's result was not written beside {head} ({describe(exc)})"),
+    except (OSError, OutputError) as exc:  # OutputError: a link or a FIFO there, never replaced
+        why = describe(exc) if isinstance(exc, OSError) else str(exc)
+        _stderr().print(terminal_text(f"warning: the gate's result was not written beside {head} ({why})"),
                         style="yellow", highlight=False, markup=False, soft_wrap=True)
 
 
