@@ -73,3 +73,94 @@ def test_junit_onto_a_fifo_is_refused_before_the_audit(tmp_path):
             "--junit", str(tmp_path / "fifo"))
     assert r.exit_code == 2
     assert f"--junit {tmp_path / 'fifo'}: is a named pipe (FIFO), not a regular file" in r.output
+
+
+# --- 2, 3, 5. damaged kept vectors: embedding drift is not_comparable naming the side, the file and the field -------
+
+EMB = {"implementation": "minilm", "version": "1", "settings": {"model": "m"}}
+
+
+def _kept(folder: Path) -> Path:
+    from ingestaudit.chain import DocChunks
+    from ingestaudit.kept_vectors import VectorKeeper
+    from ingestaudit.measurement import State
+
+    vectors = np.eye(3, dtype=np.float32)[:2] + np.float32(0.1)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    keeper = VectorKeeper(folder)
+    keeper.add(0, "p", [DocChunks("a", "c1", State.OK, vectors=vectors, intervals=[(0, 10), (10, 20)])], ["q1"],
+               np.array([[1.0, 0.0, 0.0]], np.float32), EMB)
+    keeper.finish()
+    return folder
+
+
+def _keys(folder: Path, **columns) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(folder / "vectors-keys.parquet").to_pydict() | columns
+    pq.write_table(pa.table({k: v for k, v in table.items() if v is not None}), folder / "vectors-keys.parquet")
+
+
+def _manifest(folder: Path, **fields) -> None:
+    raw = json.loads((folder / "vectors.json").read_text())
+    raw.update({k: v for k, v in fields.items() if k != "entry"})
+    raw["pipelines"][0].update(fields.get("entry", {}))
+    (folder / "vectors.json").write_text(json.dumps(raw))
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+DAMAGE = {  # name -> (damage the head folder, what the reason says after "this run's kept vectors are unusable: ")
+    "other width": (lambda h: np.save(h / "vectors-0.npy", np.zeros((2, 4), np.float32)),
+                    "vectors-0.npy (pipelines[0].chunks): (2, 4) float32, expected float32 (2, 3)"),
+    "more keys than rows": (lambda h: _keys(h, pipeline=[0, 0, 0], row=[0, 1, 2], doc=["a"] * 3, chunk=[0, 1, 2],
+                                            start=[0, 10, 20], end=[10, 20, 30]),
+                            "vectors-0.npy (pipelines[0].chunks): (2, 3) float32, expected float32 (3, 3)"),
+    "key column missing": (lambda h: _keys(h, start=None), "vectors-keys.parquet: column 'start' missing"),
+    "key column of strings": (lambda h: _keys(h, start=["0", "10"]),
+                              "vectors-keys.parquet: column 'start': string, integer expected"),
+    "nested manifest": (lambda h: (h / "vectors.json").write_text("[" * 100_000 + "]" * 100_000),
+                        "vectors.json: <file>: JSON nested too deeply"),
+    "0-byte npy": (lambda h: (h / "vectors-0.npy").write_bytes(b""),
+                   "vectors-0.npy (pipelines[0].chunks): not a NumPy array file (EOFError"),
+    "NaN in chunks": (lambda h: np.save(h / "vectors-0.npy", np.array([[1, 0, 0], [0, np.nan, 0]], np.float32)),
+                      "vectors-0.npy (pipelines[0].chunks): row 1 holds NaN or infinity"),
+    "inf in questions": (lambda h: np.save(h / "vectors-0-questions.npy", np.array([[np.inf, 0, 0]], np.float32)),
+                         "vectors-0-questions.npy (pipelines[0].questions): row 0 holds NaN or infinity"),
+    "negative row": (lambda h: _keys(h, row=[-1, 0]), "vectors-keys.parquet: column 'row': pipeline 0's rows are "
+                                                      "not 0..1 once each (row -1"),
+    "duplicate row": (lambda h: _keys(h, row=[0, 0]), "vectors-keys.parquet: column 'row': pipeline 0's rows are "
+                                                      "not 0..1 once each (row 0"),
+    "negative offset": (lambda h: _keys(h, start=[-5, 10]), "vectors-keys.parquet: columns 'start', 'end': [-5, 10)"
+                                                            " (pipeline 0, row 0) is neither -1, -1"),
+    "version 99": (lambda h: _manifest(h, version=99), "vectors.json: version: 99, this ingestaudit reads version 1"),
+    "manifest a FIFO": (lambda h: _fifo(h / "vectors.json"), "vectors.json: a named pipe (FIFO), not a regular file"),
+    "traversal": (lambda h: _manifest(h, entry={"chunks": "../vectors-0.npy"}),
+                  "vectors.json: pipelines[0].chunks: '../vectors-0.npy' is not a kept-vector file name"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damaged_kept_vectors_are_not_comparable_naming_file_and_field(tmp_path, damage):
+    from ingestaudit.embedding_drift import compare_kept
+
+    base, head = _kept(tmp_path / "base"), _kept(tmp_path / "head")
+    spoil, said = DAMAGE[damage]
+    spoil(head)
+    (res,) = compare_kept(base, head, [("p", "p")], k=1, permutations=10)
+    assert res["state"] == "not_comparable" and "metrics" not in res
+    assert res["reason"].startswith(f"this run's kept vectors are unusable: {head}/{said}"), res["reason"]
+
+
+def test_nan_in_the_baselines_vectors_is_blamed_on_the_baseline(tmp_path):
+    from ingestaudit.embedding_drift import compare_kept
+
+    base, head = _kept(tmp_path / "base"), _kept(tmp_path / "head")
+    np.save(base / "vectors-0.npy", np.array([[1, 0, 0], [np.inf, 0, 0]], np.float32))
+    (res,) = compare_kept(base, head, [("p", "p")], k=1, permutations=10)
+    assert res["reason"] == (f"the baseline's kept vectors are unusable: {base}/vectors-0.npy (pipelines[0].chunks): "
+                             "row 1 holds NaN or infinity")
