@@ -164,3 +164,25 @@ def test_nan_in_the_baselines_vectors_is_blamed_on_the_baseline(tmp_path):
     (res,) = compare_kept(base, head, [("p", "p")], k=1, permutations=10)
     assert res["reason"] == (f"the baseline's kept vectors are unusable: {base}/vectors-0.npy (pipelines[0].chunks): "
                              "row 1 holds NaN or infinity")
+
+
+# --- 4. bm25 k1 / b / delta: NaN, infinity and negative values refused at the start-up check ---------------------------
+
+@pytest.mark.parametrize("option, said", [
+    ("k1 = nan", "bm25 option 'k1' must be a number finite and >= 0, got nan"),
+    ("k1 = inf", "bm25 option 'k1' must be a number finite and >= 0, got inf"),
+    ("k1 = -1.0", "bm25 option 'k1' must be a number finite and >= 0, got -1.0"),
+    ("b = nan", "bm25 option 'b' must be a number finite, in [0, 1], got nan"),
+    ("b = -inf", "bm25 option 'b' must be a number finite, in [0, 1], got -inf"),
+    ("delta = inf", "bm25 option 'delta' must be a number finite and >= 0, got inf"),
+])
+def test_bm25_non_finite_or_negative_options_are_refused(tmp_path, option, said):
+    c = one_doc_corpus(tmp_path / "c", f'[pipelines.p]\nparser = "reference"\n'
+                                       f'retriever = {{ use = "bm25", {option} }}\n')
+    r = run("validate", str(c))
+    assert r.exit_code == 2 and f"pipeline 'p', retriever: {said}" in r.output, r.output
+    lane = one_doc_corpus(tmp_path / "h", f'[pipelines.p]\nparser = "reference"\nretriever = {{ use = "hybrid", '
+                                          f'lanes = ["dense", {{ use = "bm25", {option} }}] }}\n')
+    r = run("run", str(lane), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 2 and said in r.output and "pipeline 'p', retriever" in r.output, r.output
+    assert not (tmp_path / "out").exists()
