@@ -224,6 +224,10 @@ def _embedder(choice: StageChoice) -> Any:
     cls = embedder_class(choice.use)  # the model loads before the first document, when a chain stage runs
     options = {k: v for k, v in choice.kwargs().items() if k != "cache_dir"}  # the cache's, not the embedder's
     problems = option_problems(cls, options)  # what `instantiate` would refuse, without building it
+    if not problems and hasattr(cls, "option_value_problems"):  # a model folder that is not one (no model loaded)
+        problems = cls.option_value_problems(options)
+        if problems:
+            raise PluginOptionError(f"embedder {choice.use!r}: {'; '.join(problems)}")
     if problems:
         raise PluginOptionError(f"embedder {choice.use!r}: bad option ({'; '.join(problems)}); valid options: "
                                 f"{valid_options(cls)}, cache_dir (see {PAGES['config']})")

@@ -186,3 +186,20 @@ def test_bm25_non_finite_or_negative_options_are_refused(tmp_path, option, said)
     r = run("run", str(lane), "--out", str(tmp_path / "out"))
     assert r.exit_code == 2 and said in r.output and "pipeline 'p', retriever" in r.output, r.output
     assert not (tmp_path / "out").exists()
+
+
+# --- 6. a bad embedder path: validate refuses it as run does, both naming the pipeline and embedder.path -------------
+
+def test_validate_and_run_refuse_a_bad_embedder_path_alike(tmp_path):
+    c = one_doc_corpus(tmp_path / "c")
+    cfg = tmp_path / "cfg.toml"  # a path is taken from a --config file only, never from the corpus's own toml
+    missing = tmp_path / "no-model"
+    cfg.write_text(f'[pipelines.p]\nparser = "reference"\n'
+                   f'embedder = {{ use = "sentence-transformers", path = "{missing}" }}\n')
+    said = (f"pipeline 'p', embedder: embedder 'sentence-transformers': embedder.path: {missing} is not a folder "
+            "(no such file or folder)")
+    r = run("validate", str(c), "--config", str(cfg))
+    assert r.exit_code == 2 and said in " ".join(r.output.split()), r.output
+    r = run("run", str(c), "--config", str(cfg), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 2 and said in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "out").exists()
