@@ -203,3 +203,34 @@ def test_validate_and_run_refuse_a_bad_embedder_path_alike(tmp_path):
     r = run("run", str(c), "--config", str(cfg), "--out", str(tmp_path / "out"))
     assert r.exit_code == 2 and said in " ".join(r.output.split()), r.output
     assert not (tmp_path / "out").exists()
+
+
+# --- 7. [gate]: strict types, and no budget for a cutoff the run does not measure -----------------------------------
+
+@pytest.mark.parametrize("entry, said", [
+    ('"retrieval.recall@10" = true', "gate: Value error, [gate] retrieval.recall@10: True is neither a budget"),
+    ("min_items = true", "gate: Value error, [gate] min_items: True is neither a budget"),
+    ('min_items = "10"', "ingestaudit.toml [gate]: min_items: Input should be a valid integer"),
+    ("min_items = 1e9", "ingestaudit.toml [gate]: min_items: Input should be a valid integer"),
+    ("band_window = 6.0", "ingestaudit.toml [gate]: band_window: Input should be a valid integer"),
+    ('"retrieval.recall@7" = 0.01', "ingestaudit.toml [gate] retrieval.recall@7: no such cutoff is measured by this "
+                                    "run; measured: retrieval.recall@1, retrieval.recall@3, retrieval.recall@5, "
+                                    "retrieval.recall@10"),
+])
+def test_gate_section_is_strict(tmp_path, entry, said):
+    c = one_doc_corpus(tmp_path / "c", f"[gate]\n{entry}\n")
+    r = run("validate", str(c))
+    assert r.exit_code == 2 and said in " ".join(r.output.split()), r.output
+    r = run("run", str(c), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 2 and said in " ".join(r.output.split()), r.output
+
+
+def test_gate_values_that_are_fine_stay_as_written(tmp_path):
+    c = one_doc_corpus(tmp_path / "c", '[auditor_options.retrieval]\nk = [7]\n\n[gate]\nmin_items = 3\n'
+                                       '"retrieval.recall@7" = "5%"\n"extraction.cer" = 0.02\n')
+    r = run("validate", str(c))
+    assert r.exit_code == 0, r.output
+    from ingestaudit.config import load_config
+
+    assert load_config(c / "ingestaudit.toml", trusted=True).gate == {"min_items": 3, "retrieval.recall@7": "5%",
+                                                                      "extraction.cer": 0.02}
