@@ -625,11 +625,17 @@ def questions(
     from ingestaudit.report.questions import listing, read_question_files
     from ingestaudit.report.render import terminal_width
 
+    from ingestaudit.report.escape import terminal_text
+
+    problems: list[str] = []  # bad lines: named (file:line) and skipped, the other questions listed
     try:
-        found = read_question_files(report_dir)
+        found = read_question_files(report_dir, problems)
         lines = list(listing(found, qid=id_, pipeline=pipeline, misses=misses, width=terminal_width()))
     except (ValueError, OSError) as exc:
         _fail(str(exc))
+    for problem in problems:
+        _stderr().print(terminal_text(f"warning: {problem}; skipped (not in the listing or its totals)"),
+                        style="yellow", highlight=False, markup=False, soft_wrap=True)
     _print_view("\n".join(lines))
 
 
