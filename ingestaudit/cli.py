@@ -258,8 +258,10 @@ def run(
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,
                         sweeps=sweeps, default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
-    except PipelineError as exc:
-        _fail(str(exc), "see 'ingestaudit run --help'")
+    except PipelineError as exc:  # a line about a [pipelines.<name>] table names the file it is in, as validate's
+        lines = [f"{cfg_path}: {line}" if cfg_path is not None and line.startswith("[pipelines.") else line
+                 for line in str(exc).splitlines()]
+        _fail("\n".join(lines), "see 'ingestaudit run --help'")
     from ingestaudit.config_check import config_problems
 
     problems = config_problems(cfg, str(cfg_path or "config"), pipes)  # what `validate` checks, the same way

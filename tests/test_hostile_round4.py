@@ -255,3 +255,31 @@ def test_questions_command_survives_a_bad_line(tmp_path):
     # lines 1 and 4 listed: q1 hit at rank 1, q2 missed -> 1 of 2 questions with a hit
     assert "q1 [a] question 1" in said and "q2 [a] question 2" in said and "q9" not in said
     assert "p: 1 of 2 questions with a hit in the top results (misses: 1)" in said
+
+
+# --- 9. routing problems: one line and one count each; run names the config file; " txt " refused --------------------
+
+ROUTES = '[pipelines.p]\nparser = { " txt " = "reference", "a b" = "reference", pdf = "nope" }\n'
+
+
+def test_validate_lists_each_routing_problem_on_its_own_line(tmp_path):
+    c = one_doc_corpus(tmp_path / "c", ROUTES)
+    r = run("validate", str(c))
+    assert r.exit_code == 2
+    assert "\\x0a" not in r.output
+    lines = [line for line in r.output.splitlines() if line.startswith("ingestaudit.toml: [pipelines.p] parser")]
+    assert lines == [
+        "ingestaudit.toml: [pipelines.p] parser, key ' txt ': white space around the extension; write 'txt'",
+        "ingestaudit.toml: [pipelines.p] parser, key 'a b': not a file extension (letters, digits, _ + -, optionally "
+        "after one dot) nor 'default' (valid parsers: pymupdf, reference, tagged, tesseract, unstructured)",
+        "ingestaudit.toml: [pipelines.p] parser, key 'pdf': unknown parser 'nope'; valid parsers: pymupdf, reference,"
+        " tagged, tesseract, unstructured"]
+    assert f"3 problem(s) in {c}" in r.output
+
+
+def test_runs_routing_error_names_the_config_file(tmp_path):
+    c = one_doc_corpus(tmp_path / "c", '[pipelines.p]\nparser = { " txt " = "reference" }\n')
+    r = run("run", str(c), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 2
+    assert (f"error: {c / 'ingestaudit.toml'}: [pipelines.p] parser, key ' txt ': white space around the extension; "
+            "write 'txt'") in r.output
