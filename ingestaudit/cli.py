@@ -252,8 +252,13 @@ def run(
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
     if outputs is not None and not outputs.is_dir():
         _fail(f"--outputs {outputs}: no such folder")
-    if events is not None and not events.is_file():  # read after the audit: a wrong path is refused before it
-        _fail(f"--events {events}: no such file", "give a JSON lines file of {doc, committed_at, indexed_at}")
+    if events is not None:  # read after the audit: a wrong path is refused before it, saying what it is
+        from ingestaudit.inputs import InputFileError, check_input_file
+
+        try:
+            check_input_file(events, max_bytes=cfg.limits.results_bytes, limit="limits.results_bytes")
+        except InputFileError as exc:
+            _fail(f"--events {exc}", "give a JSON lines file of {doc, committed_at, indexed_at}")
     try:
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,

@@ -283,3 +283,16 @@ def test_runs_routing_error_names_the_config_file(tmp_path):
     assert r.exit_code == 2
     assert (f"error: {c / 'ingestaudit.toml'}: [pipelines.p] parser, key ' txt ': white space around the extension; "
             "write 'txt'") in r.output
+
+
+# --- 10. --events that is a FIFO, a device or a folder: said what it is, before the audit ----------------------------
+
+def test_events_path_that_is_not_a_regular_file_says_what_it_is(tmp_path):
+    c = one_doc_corpus(tmp_path / "c")
+    os.mkfifo(tmp_path / "fifo")
+    for path, what in ((tmp_path / "fifo", "a named pipe (FIFO)"), (Path("/dev/null"), "a character device"),
+                       (tmp_path, "a folder")):
+        r = run("run", str(c), "--out", str(tmp_path / "out"), "--events", str(path))
+        assert r.exit_code == 2
+        assert f"error: --events {path}: {what}, not a regular file: not read" in r.output, r.output
+        assert not (tmp_path / "out").exists()
