@@ -296,3 +296,45 @@ def test_events_path_that_is_not_a_regular_file_says_what_it_is(tmp_path):
         assert r.exit_code == 2
         assert f"error: --events {path}: {what}, not a regular file: not read" in r.output, r.output
         assert not (tmp_path / "out").exists()
+
+
+# --- 11. metadata truth values: a year 1e400 (infinity) and a date 2026-02-30 are label errors naming file and field -
+
+def _metadata_corpus(root: Path) -> Path:
+    one_doc_corpus(root)
+    (root / "truth" / "a").mkdir(parents=True)
+    (root / "truth" / "a" / "x.txt").write_text("Annual Report\nhello world\n", encoding="utf-8")
+    (root / "truth" / "a" / "x.json").write_text(
+        '{"metadata": {"title": "Annual Report", "year": 1e400, "date": "2026-02-30", "lang": NaN}}', encoding="utf-8")
+    return root
+
+
+def test_metadata_truth_values_that_are_no_value_are_label_errors(tmp_path):
+    from ingestaudit.corpus import discover
+    from ingestaudit.truth import TruthError, load_truth
+
+    c = _metadata_corpus(tmp_path / "c")
+    found = discover(c)
+    with pytest.raises(TruthError) as exc:
+        load_truth(found.documents[0], found.root)
+    assert [str(p) for p in exc.value.problems] == [
+        "truth/a/x.json: metadata.year: inf is not a finite number",
+        "truth/a/x.json: metadata.date: '2026-02-30' is not a date (ISO 8601 such as 2026-02-28, or a text dateutil "
+        "reads, with its year)",
+        "truth/a/x.json: metadata.lang: nan is not a finite number"]
+    assert exc.value.partial.metadata == {"title": "Annual Report"}  # the other fields are still labels
+    r = run("validate", str(c))
+    assert r.exit_code == 2 and "truth/a/x.json: metadata.year: inf is not a finite number" in r.output
+
+
+def test_a_document_with_a_bad_metadata_value_is_audited_for_its_other_fields(tmp_path):
+    from _rows import load_report, measurements
+
+    c = _metadata_corpus(tmp_path / "c")
+    r = run("run", str(c), "--out", str(tmp_path / "out"), "--stage", "metadata", "--parser", "reference")
+    assert r.exit_code == 0, r.output
+    rows = {(m["metric"], m["label"]): m["state"] for m in measurements(tmp_path / "out") if m["stage"] == "metadata"}
+    assert rows == {("metadata.exact_match", "title"): "ok", ("metadata.similarity", "title"): "ok"}
+    failures = [f["message"] for f in load_report(tmp_path / "out")["failures"] if f["stage"] == "truth"]
+    assert "truth/a/x.json: metadata.year: inf is not a finite number" in failures
+    assert any(f.startswith("truth/a/x.json: metadata.date: '2026-02-30' is not a date") for f in failures)
