@@ -338,3 +338,35 @@ def test_a_document_with_a_bad_metadata_value_is_audited_for_its_other_fields(tm
     failures = [f["message"] for f in load_report(tmp_path / "out")["failures"] if f["stage"] == "truth"]
     assert "truth/a/x.json: metadata.year: inf is not a finite number" in failures
     assert any(f.startswith("truth/a/x.json: metadata.date: '2026-02-30' is not a date") for f in failures)
+
+
+# --- 12. hybrid weights all 0 refused; freshness rows say what N counts -------------------------------------------
+
+def test_hybrid_weights_all_zero_are_refused(tmp_path):
+    c = one_doc_corpus(tmp_path / "c", '[pipelines.p]\nparser = "reference"\n'
+                                       'retriever = { use = "hybrid", lanes = ["dense", "bm25"], weights = [0, 0] }\n')
+    r = run("validate", str(c))
+    assert r.exit_code == 2
+    assert ("pipeline 'p', retriever: hybrid option 'weights' needs at least one weight > 0, got [0, 0]"
+            in " ".join(r.output.split())), r.output
+    from ingestaudit.stages.hybrid_retriever import HybridRetriever
+
+    assert HybridRetriever(lanes=["dense", "bm25"], weights=[0, 1]).weights == [0.0, 1.0]  # one positive is enough
+
+
+def test_freshness_rows_count_events_and_queries_not_documents(tmp_path):
+    from ingestaudit.events import freshness_rows
+    from ingestaudit.report.tables import cell
+
+    events = tmp_path / "ev.jsonl"
+    # two documents, five index events (a has three versions) and two served queries
+    lines = [{"doc": d, "committed_at": f"2026-01-01T00:00:{c:02d}Z", "indexed_at": f"2026-01-01T00:00:{i:02d}Z"}
+             for d, c, i in (("a", 0, 10), ("a", 20, 40), ("a", 41, 50), ("b", 0, 30), ("b", 31, 59))]
+    lines += [{"query_at": "2026-01-01T00:00:45Z", "doc": "a"}, {"query_at": "2026-01-01T00:00:55Z", "doc": "b"}]
+    events.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    summary, _, failures = freshness_rows(events, ["p"], {"a": "c1", "b": "c1"})
+    assert failures == []
+    notes = {(r.metric, r.label): cell(r).extra for r in summary if r.doc_class == "__all__"}
+    assert notes[("index.freshness_lag", "p50")].endswith("corpus of 5 events")
+    assert notes[("index.freshness_lag", "p99")].endswith("corpus of 5 events")
+    assert notes[("index.stale_query_share", "")].endswith("corpus of 2 queries")
