@@ -216,7 +216,9 @@ class TruthFile(_Strict):
                                                               "index 'entities'")
     metadata: dict[str, str | int | float | bool | list[str]] = Field(
         default={}, description="key/value pairs a question's filter may test and the metadata auditor compares "
-                                "with the extracted fields (title, authors as a list of strings, date, year...)")
+                                "with the extracted fields (title, authors as a list of strings, date, year...); a "
+                                "number must be finite (1e400 is infinity) and a date a date (2026-02-30 is not): "
+                                "else a problem of metadata.<key>, that key left out, the others kept")
     class_: str | None = Field(default=None, alias="class", description="the document's stratum instead of its "
                                                                         "first folder under docs/ (not '__all__', "
                                                                         "no '/')")
