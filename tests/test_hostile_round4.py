@@ -75,6 +75,24 @@ def test_junit_onto_a_fifo_is_refused_before_the_audit(tmp_path):
     assert f"--junit {tmp_path / 'fifo'}: is a named pipe (FIFO), not a regular file" in r.output
 
 
+def test_report_views_and_compare_junit_refuse_what_is_not_theirs_to_write(tmp_path):
+    c = one_doc_corpus(tmp_path / "c")
+    out = tmp_path / "out"
+    assert run("run", str(c), "--out", str(out), "--stage", "extraction").exit_code == 0
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "elsewhere.md", tmp_path / "link.md")
+    for flag, target, what in (("--md", tmp_path / "fifo", "is a named pipe (FIFO), not a regular file"),
+                               ("--html", tmp_path / "link.md", "is a symbolic link"),
+                               ("--md", Path("/dev/null"), "is a character device, not a regular file")):
+        r = run("report", str(out / "report.json"), flag, str(target))
+        assert r.exit_code == 2 and f"{flag} {target}: {what}" in " ".join(r.output.split()), r.output
+    assert (tmp_path / "fifo").is_fifo() and not (tmp_path / "elsewhere.md").exists()
+    own = out / "gate.json"  # compare writes it beside HEAD
+    r = run("compare", str(out / "report.json"), str(out / "report.json"), "--junit", str(own))
+    assert r.exit_code == 2 and f"--junit {own}: is gate.json, a file this command writes itself" in r.output
+    assert not (out / "gate.json").exists()
+
+
 # --- 2, 3, 5. damaged kept vectors: embedding drift is not_comparable naming the side, the file and the field -------
 
 EMB = {"implementation": "minilm", "version": "1", "settings": {"model": "m"}}
