@@ -252,14 +252,21 @@ def run(
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
     if outputs is not None and not outputs.is_dir():
         _fail(f"--outputs {outputs}: no such folder")
-    if events is not None and not events.is_file():  # read after the audit: a wrong path is refused before it
-        _fail(f"--events {events}: no such file", "give a JSON lines file of {doc, committed_at, indexed_at}")
+    if events is not None:  # read after the audit: a wrong path is refused before it, saying what it is
+        from ingestaudit.inputs import InputFileError, check_input_file
+
+        try:
+            check_input_file(events, max_bytes=cfg.limits.results_bytes, limit="limits.results_bytes")
+        except InputFileError as exc:
+            _fail(f"--events {exc}", "give a JSON lines file of {doc, committed_at, indexed_at}")
     try:
         sweeps = [Sweep.parse(s) for s in (sweep or [])]
         pipes = resolve(configured=cfg.pipelines, selected=list(pipeline or []), parsers=names, outputs=outputs,
                         sweeps=sweeps, default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
-    except PipelineError as exc:
-        _fail(str(exc), "see 'ingestaudit run --help'")
+    except PipelineError as exc:  # a line about a [pipelines.<name>] table names the file it is in, as validate's
+        lines = [f"{cfg_path}: {line}" if cfg_path is not None and line.startswith("[pipelines.") else line
+                 for line in str(exc).splitlines()]
+        _fail("\n".join(lines), "see 'ingestaudit run --help'")
     from ingestaudit.config_check import config_problems
 
     problems = config_problems(cfg, str(cfg_path or "config"), pipes)  # what `validate` checks, the same way
@@ -274,7 +281,7 @@ def run(
     # the gate's inputs, the history file and the output folder are checked before the audit: a bad one costs nothing
     base_report, base_label, budgets, out_warning = _gate_inputs(baseline, budget, cfg.gate, cfg_path, history, out,
                                                                  [p.name for p in pipes])
-    gate_opts = _gate_options(baseline, cfg.gate, cfg_path, history, junit, found.root, corpus_ids)
+    gate_opts = _gate_options(baseline, cfg.gate, cfg_path, history, junit, found.root, corpus_ids, out)
     cfg.run.parsers = [name for p in pipes if p.precomputed_root is None for name in p.parsers()]
     if not found.documents:
         _fail(f"{found.root}: no documents under docs/<class>/")
@@ -448,11 +455,13 @@ def _gate_inputs(baseline: str | None, budget_flags: list[str] | None, config_ga
 
 
 def _gate_options(baseline: str | None, config_gate: dict, cfg_path: Path | None, history: Path | None,
-                  junit: Path | None, corpus_root: Path, root_ids) -> dict:
+                  junit: Path | None, corpus_root: Path, root_ids, out: Path) -> dict:
     """The gate's settings (`ingestaudit.report.compare.gate_settings`), the history its control bands come from
-    (the baseline's ``history:DB``, else ``--history``), the ``--junit`` file (checked before the audit) and the
-    baseline as given. Exits 2 naming the setting or file on a bad one."""
+    (the baseline's ``history:DB``, else ``--history``), the ``--junit`` file (checked before the audit: not one of
+    the report's own files in ``out``, not the history) and the baseline as given. Exits 2 naming the setting or
+    file on a bad one."""
     from ingestaudit.io import check_output_file
+    from ingestaudit.report.provenance import REPORT_FILES
     from ingestaudit.report.compare import gate_settings
     from ingestaudit.report.history import HISTORY_PREFIX
 
@@ -460,7 +469,8 @@ def _gate_options(baseline: str | None, config_gate: dict, cfg_path: Path | None
     if junit is not None:
         if baseline is None:
             _fail(f"--junit {junit}: only a gated run writes a gate result", "add --baseline REPORT or history:DB")
-        check_output_file(junit, corpus_root=corpus_root, root_ids=root_ids, flag="--junit")
+        check_output_file(junit, corpus_root=corpus_root, root_ids=root_ids, flag="--junit",
+                          own=[out / name for name in REPORT_FILES] + ([history] if history is not None else []))
     bands_from = Path(baseline[len(HISTORY_PREFIX):]) if baseline and baseline.startswith(HISTORY_PREFIX) \
         else history
     return {"settings": settings, "junit": junit, "bands_from": bands_from, "baseline": baseline}
@@ -622,11 +632,17 @@ def questions(
     from ingestaudit.report.questions import listing, read_question_files
     from ingestaudit.report.render import terminal_width
 
+    from ingestaudit.report.escape import terminal_text
+
+    problems: list[str] = []  # bad lines: named (file:line) and skipped, the other questions listed
     try:
-        found = read_question_files(report_dir)
+        found = read_question_files(report_dir, problems)
         lines = list(listing(found, qid=id_, pipeline=pipeline, misses=misses, width=terminal_width()))
     except (ValueError, OSError) as exc:
         _fail(str(exc))
+    for problem in problems:
+        _stderr().print(terminal_text(f"warning: {problem}; skipped (not in the listing or its totals)"),
+                        style="yellow", highlight=False, markup=False, soft_wrap=True)
     _print_view("\n".join(lines))
 
 
@@ -673,8 +689,11 @@ def compare(
     if junit is not None:
         from ingestaudit.io import check_output_file
 
+        from ingestaudit.report.gate_result import GATE_FILE
+
         check_output_file(junit, corpus_root=None, root_ids=None, flag="--junit",
-                          never=[head, *([Path(base)] if not base.startswith(HISTORY_PREFIX) else [])])
+                          never=[Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else Path(base)],
+                          own=[head, head.parent / GATE_FILE])
     bands_from = Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else None
     comparison, result = evaluate_gate(base_report, head_report, budgets=budgets, settings=settings,
                                        maps=list(map_ or []), base_label=base_label, head_label=str(head),
@@ -705,7 +724,7 @@ def _record_gate(head: Path, result) -> None:
     code): compare also reads reports it may not change."""
     import json as _json
 
-    from ingestaudit.io import describe, write_atomic
+    from ingestaudit.io import OutputError, describe, write_atomic
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.gate_result import GATE_FILE
 
@@ -714,8 +733,9 @@ def _record_gate(head: Path, result) -> None:
         raw["gate"] = result.model_dump(mode="json")
         write_atomic(head.parent / GATE_FILE, result.to_json())
         write_atomic(head, _json.dumps(raw, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-    except OSError as exc:
-        _stderr().print(terminal_text(f"warning: the gate's result was not written beside {head} ({describe(exc)})"),
+    except (OSError, OutputError) as exc:  # OutputError: a link or a FIFO there, never replaced
+        why = describe(exc) if isinstance(exc, OSError) else str(exc)
+        _stderr().print(terminal_text(f"warning: the gate's result was not written beside {head} ({why})"),
                         style="yellow", highlight=False, markup=False, soft_wrap=True)
 
 

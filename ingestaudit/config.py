@@ -182,11 +182,23 @@ class Config(_Strict):
     auditor_options: dict[str, dict[str, Any]] = Field(default={}, description="[auditor_options.<stage>]: keyword "
                                                        "options of a stage's auditor (below)")
     report: ReportConfig = Field(default=ReportConfig(), description="[report]: aggregation settings")
-    gate: dict[str, float | str] = Field(default={}, description="[gate]: metric -> regression budget, absolute "
+    gate: dict[str, StrictInt | float | str] = Field(default={}, description="[gate]: metric -> regression budget, absolute "
                                          "(0.01) or relative (\"5%\"); default: each metric's declaration; and "
                                          "the settings min_items, band_window, bands (keys without a dot: "
                                          "ingestaudit.report.compare.GateSettings)")
     limits: Limits = Field(default=Limits(), description="[limits]: input size limits")
+
+    @field_validator("gate", mode="before")
+    @classmethod
+    def _gate_values(cls, v: Any) -> Any:
+        """A ``[gate]`` value is a number or a string as written: ``true`` would otherwise be read as the budget 1.0
+        (and ``"10"`` / ``1e9`` as a count are refused by `ingestaudit.report.compare.GateSettings`, strict)."""
+        if isinstance(v, dict):
+            for key, value in v.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                    raise ValueError(f"[gate] {key}: {value!r} is neither a budget (a number, or a percentage as "
+                                     "\"5%\") nor a setting's value")
+        return v
 
 
 def _refuse_a_link_out_of_the_corpus(path: Path) -> None:

@@ -92,14 +92,42 @@ def _stage_problems(cfg: Config, source: str) -> list[str]:
     return problems
 
 
+def _measured_cutoffs(cfg: Config) -> dict[str, list[str]]:
+    """The metrics with a cutoff (``retrieval.recall@10``) that the run's auditors, built from
+    ``[auditor_options]``, measure, by family (``retrieval.recall@``); empty when they do not build (that is
+    `_stage_problems`' to report)."""
+    from ingestaudit.runner import _candidate_auditors
+
+    opts = {k: dict(v) for k, v in cfg.auditor_options.items()}  # as the runner gives them (`runner._run`)
+    opts.setdefault("retrieval", {}).setdefault("context_budgets", list(cfg.run.context_budgets))
+    try:
+        auditors = _candidate_auditors(cfg.run.stages, opts)
+    except Exception:
+        return {}
+    out: dict[str, list[str]] = {}
+    for auditor in auditors.values():
+        for spec in getattr(auditor, "metrics", ()):
+            if "@" in spec.name:
+                out.setdefault(spec.name.split("@", 1)[0] + "@", []).append(spec.name)
+    return out
+
+
 def _gate_problems(cfg: Config, source: str) -> list[str]:
+    """One message per bad ``[gate]`` entry: an unknown metric or setting, a malformed budget or setting value, and
+    a cutoff the run does not measure (``retrieval.recall@7`` when ``[auditor_options.retrieval] k`` is 1, 5, 10:
+    its budget would gate nothing)."""
     from ingestaudit.report.compare import GateError, gate_settings, resolve_budgets
 
     problems = []
+    cutoffs = _measured_cutoffs(cfg) if any("@" in m for m in cfg.gate) else {}
     for metric, value in cfg.gate.items():  # one at a time, so that every bad entry is named
         try:
             if "." in metric:
                 resolve_budgets({metric: value}, [], config_source=f"{source} [gate]")
+                measured = cutoffs.get(metric.split("@", 1)[0] + "@", []) if "@" in metric else []
+                if measured and metric not in measured:
+                    problems.append(f"{source} [gate] {metric}: no such cutoff is measured by this run; measured: "
+                                    f"{', '.join(measured)} (set by [auditor_options] and [run] context_budgets)")
             else:  # a setting (min_items, band_window, bands)
                 gate_settings({metric: value}, f"{source} [gate]")
         except GateError as exc:
@@ -224,6 +252,10 @@ def _embedder(choice: StageChoice) -> Any:
     cls = embedder_class(choice.use)  # the model loads before the first document, when a chain stage runs
     options = {k: v for k, v in choice.kwargs().items() if k != "cache_dir"}  # the cache's, not the embedder's
     problems = option_problems(cls, options)  # what `instantiate` would refuse, without building it
+    if not problems and hasattr(cls, "option_value_problems"):  # a model folder that is not one (no model loaded)
+        problems = cls.option_value_problems(options)
+        if problems:
+            raise PluginOptionError(f"embedder {choice.use!r}: {'; '.join(problems)}")
     if problems:
         raise PluginOptionError(f"embedder {choice.use!r}: bad option ({'; '.join(problems)}); valid options: "
                                 f"{valid_options(cls)}, cache_dir (see {PAGES['config']})")

@@ -59,8 +59,8 @@ def check_corpus(corpus: Path, config: Path | None = None) -> CorpusCheck:
 
             try:  # the pipelines of `run CORPUS`, checked as `run` checks them
                 pipes = default_pipelines(cfg)
-            except PipelineError as exc:
-                check.problems.append(f"{source}: {exc}")
+            except PipelineError as exc:  # one problem per line (a routing table names each bad key on its own)
+                check.problems += [f"{source}: {line}" for line in str(exc).splitlines() if line.strip()]
                 pipes = []
             check.problems += config_problems(cfg, source, pipes)
             check.warnings += unrouted_documents(pipes, cfg.parser_options, found.documents)

@@ -193,25 +193,27 @@ def drift_between(base: Any, head: Any, *, k: int = DEFAULT_K, chunk_probes: int
 def compare_kept(base_folder: Any, head_folder: Any, pairs: Sequence[tuple[str, str]], *, seed: int = 0,
                  limits: Any = None, **options: Any) -> list[dict[str, Any]]:
     """`drift_between` for each ``(base pipeline, head pipeline)`` of ``pairs``, each result with ``base_pipeline``
-    and ``head_pipeline``; when a folder's kept vectors cannot be read every pair is ``not_comparable`` naming the
-    file; an empty list when neither run kept vectors."""
+    and ``head_pipeline``; when a folder's kept vectors cannot be read (`ingestaudit.kept_vectors.read_kept`: a
+    malformed file, a NaN or an infinity) every pair is ``not_comparable``, the reason naming the side (the
+    baseline, this run), the file and the field; an empty list when neither run kept vectors."""
     from ingestaudit.kept_vectors import KeptVectorsError, has_kept_vectors, read_kept
 
     has_b, has_h = has_kept_vectors(base_folder), has_kept_vectors(head_folder)
     if not has_b and not has_h:
         return []
     runs: list[dict[str, Any]] = []
-    why = ""
+    reasons = []  # each side's, so that a broken file of this run is not blamed on the baseline
     for folder, present, side in ((base_folder, has_b, "the baseline"), (head_folder, has_h, "this run")):
         if not present:
-            why = why or f"{side} kept no vectors (run it with --keep-vectors)"
+            reasons.append(f"{side} kept no vectors (run it with --keep-vectors)")
             runs.append({})
             continue
         try:
             runs.append(read_kept(folder, limits))
         except KeptVectorsError as exc:
-            why = why or str(exc)
+            reasons.append(f"{side}'s kept vectors are unusable: {exc}")
             runs.append({})
+    why = "; ".join(reasons)
     out = []
     for b, h in pairs:
         head_of = {"base_pipeline": b, "head_pipeline": h}

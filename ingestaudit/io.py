@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestaudit.errors import WritingError
-from ingestaudit.inputs import describe  # noqa: F401  (callers import it from here too)
+from ingestaudit.inputs import describe, file_kind  # describe: callers import it from here too
 from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX
 
 
@@ -36,12 +37,32 @@ class OutputError(WritingError):
     """An output cannot be written where it was asked for; the message names the path and the reason."""
 
 
+def not_a_regular_file(path: Path) -> str | None:
+    """Why an existing ``path`` must not be replaced by an output file, or None (absent, or a regular file): a
+    symbolic link (replacing it would cut the link; writing through it would write elsewhere), a FIFO, a device
+    (``/dev/null`` included: replacing a device file removes the device), a socket or a folder. ``lstat`` only."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be examined ({describe(exc)})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"is a symbolic link (to {os.readlink(path)!r}), not a regular file"
+    kind = file_kind(st.st_mode)
+    return None if kind is None else f"is {kind}, not a regular file"
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same folder and ``os.replace``.
 
     Raises:
+        OutputError: ``path`` exists and is not a regular file (`not_a_regular_file`): never replaced.
         OSError: the folder cannot be created or written.
     """
+    refused = not_a_regular_file(path)
+    if refused is not None:
+        raise OutputError(f"{path}: {refused}; not written")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -154,21 +175,39 @@ def check_output_folder(out: Path, *, corpus_root: Path | None = None, flag: str
     _probe_writable(base, flag)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name one file: the same resolved path (either may be absent), or the same inode."""
+    if Path(a).resolve() == Path(b).resolve():
+        return True
+    return os.path.lexists(a) and os.path.lexists(b) and os.path.samefile(a, b)
+
+
 def check_output_file(target: Path, *, corpus_root: Path | None = None, flag: str,
-                      root_ids: set[tuple[int, int]] | None = None, never: Iterable[Path] = ()) -> None:
-    """Refuse a single output file (``report --html FILE``, ``--md FILE``, ``--history DB``) before writing: not a
-    folder, not inside ``corpus_root`` (see `inside`), not one of ``never`` (the input being read), in a folder
-    that exists or can be created and is writable.
+                      root_ids: set[tuple[int, int]] | None = None, never: Iterable[Path] = (),
+                      own: Iterable[Path] = ()) -> None:
+    """Refuse a single output file (``report --html FILE``, ``--md FILE``, ``--history DB``, ``--junit FILE``)
+    before writing: not a folder, nothing else that exists and is not a regular file (a symbolic link, a FIFO, a
+    device such as ``/dev/null``, a socket: `not_a_regular_file`), not inside ``corpus_root`` (see `inside`), not
+    one of ``never`` (the input being read) nor of ``own`` (the files this command writes itself, such as the run's
+    report.json or gate.json; compared by resolved path, so an absent one counts), in a folder that exists or can
+    be created and is writable.
 
     Raises:
         OutputError: the path and the reason.
     """
     target = Path(os.path.abspath(target))
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         raise OutputError(f"{flag} {target}: is a folder; give a file name (e.g. {target / 'report.html'})")
+    refused = not_a_regular_file(target)
+    if refused is not None:
+        raise OutputError(f"{flag} {target}: {refused}; give the path of a regular file (or of a new one)")
     for other in never:
         if os.path.lexists(target) and os.path.lexists(other) and os.path.samefile(target, other):
             raise OutputError(f"{flag} {target}: is the file being read; choose another name")
+    for other in own:
+        if _same_file(target, Path(other)):
+            raise OutputError(f"{flag} {target}: is {Path(other).name}, a file this command writes itself; "
+                              "choose another name")
     if corpus_root is not None and inside(target, corpus_root, root_ids):
         raise OutputError(f"{flag} {target}: inside the corpus {corpus_root} (by path or as the same folder "
                           "through a mount); the corpus is never written to. Choose a file outside the corpus")

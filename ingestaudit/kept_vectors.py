@@ -145,8 +145,108 @@ class KeptRun:
 
 
 def has_kept_vectors(folder: Path) -> bool:
-    """True when ``folder`` holds a kept-vector manifest."""
-    return (Path(folder) / MANIFEST).is_file()
+    """True when ``folder`` holds something named like a kept-vector manifest (a FIFO or a link included: it is then
+    read, and refused by name, not taken for "no vectors kept")."""
+    import os
+
+    return os.path.lexists(Path(folder) / MANIFEST)
+
+
+VERSION = 1
+"""The manifest's ``version`` this module writes and reads."""
+
+_KEY_TYPES = {"pipeline": "integer", "row": "integer", "doc": "string", "chunk": "integer", "start": "integer",
+              "end": "integer"}
+_FINITE_BLOCK = 65536  # rows checked for NaN/infinity at a time (bounded memory on a memory-mapped file)
+
+
+def _manifest(path: Path, limits: Any) -> list[dict[str, Any]]:
+    """The manifest's pipeline entries, its version and shape checked; `KeptVectorsError` naming the field."""
+    from ingestaudit.inputs import read_input_text
+    from ingestaudit.jsonlimits import loads_limited
+
+    try:
+        raw, problems = loads_limited(read_input_text(path, max_bytes=limits.results_bytes,
+                                                      limit="limits.results_bytes"))
+    except RecursionError:
+        raise KeptVectorsError(f"{path}: <file>: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise KeptVectorsError(f"{path}: not JSON ({exc})") from None
+    if problems:
+        raise KeptVectorsError(f"{path}: {problems[0].field or '<file>'}: {problems[0].message}")
+    if not isinstance(raw, dict):
+        raise KeptVectorsError(f"{path}: <file>: a JSON object expected, not {type(raw).__name__}")
+    if raw.get("version") != VERSION or isinstance(raw.get("version"), bool):
+        raise KeptVectorsError(f"{path}: version: {raw.get('version')!r}, this ingestaudit reads version {VERSION}")
+    entries = raw.get("pipelines")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise KeptVectorsError(f"{path}: pipelines: a list of objects expected")
+    return entries
+
+
+def _key_rows(path: Path, limits: Any) -> dict[int, list[tuple[str, int, int]]]:
+    """The key table by pipeline position, rows in order; `KeptVectorsError` naming the column: a column missing,
+    of the wrong type or with nulls; a pipeline's ``row`` values not exactly 0..n-1 (negative, duplicate, missing);
+    a ``start``/``end`` pair neither ``-1, -1`` nor ``0 <= start <= end``; a negative ``chunk``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ingestaudit.inputs import check_input_file
+
+    check_input_file(path, max_bytes=limits.results_bytes, limit="limits.results_bytes")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        raise KeptVectorsError(f"{path}: not a Parquet key table ({type(exc).__name__}: {exc})") from None
+    for name, kind in _KEY_TYPES.items():
+        if name not in table.column_names:
+            raise KeptVectorsError(f"{path}: column {name!r} missing (the key table has {', '.join(_KEY_TYPES)})")
+        col = table.column(name)
+        ok = pa.types.is_integer(col.type) if kind == "integer" else \
+            (pa.types.is_string(col.type) or pa.types.is_large_string(col.type))
+        if not ok:
+            raise KeptVectorsError(f"{path}: column {name!r}: {col.type}, {kind} expected")
+        if col.null_count:
+            raise KeptVectorsError(f"{path}: column {name!r}: {col.null_count} null value(s)")
+    keys = table.to_pydict()
+    by_pipe: dict[int, list[tuple[int, tuple[str, int, int]]]] = {}
+    for p, r, d, c, s, e in zip(keys["pipeline"], keys["row"], keys["doc"], keys["chunk"], keys["start"],
+                                keys["end"]):
+        if c < 0:
+            raise KeptVectorsError(f"{path}: column 'chunk': {c} (pipeline {p}, row {r}) is negative")
+        if not ((s == -1 and e == -1) or 0 <= s <= e):
+            raise KeptVectorsError(f"{path}: columns 'start', 'end': [{s}, {e}) (pipeline {p}, row {r}) is neither "
+                                   "-1, -1 (not located) nor 0 <= start <= end")
+        by_pipe.setdefault(int(p), []).append((int(r), (str(d), int(s), int(e)) if s >= 0 else (str(d), -1, -1 - c)))
+    out = {}
+    for p, rows in by_pipe.items():
+        rows.sort()
+        if [r for r, _ in rows] != list(range(len(rows))):
+            bad = next(r for i, (r, _) in enumerate(rows) if r != i)
+            raise KeptVectorsError(f"{path}: column 'row': pipeline {p}'s rows are not 0..{len(rows) - 1} once each "
+                                   f"(row {bad}: negative, given twice or out of order)")
+        out[p] = [k for _, k in rows]
+    return out
+
+
+def _array(path: Path, field: str, rows: int, dim: int, limits: Any) -> np.ndarray:
+    """The float32 ``(rows, dim)`` array at ``path``, memory-mapped, every value finite; `KeptVectorsError` naming
+    the file and the manifest field that lists it."""
+    from ingestaudit.inputs import check_input_file
+
+    check_input_file(path, max_bytes=limits.vectors_bytes, limit="limits.vectors_bytes")
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise KeptVectorsError(f"{path} ({field}): not a NumPy array file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.float32 or arr.shape != (rows, dim):
+        raise KeptVectorsError(f"{path} ({field}): {getattr(arr, 'shape', '?')} {getattr(arr, 'dtype', '?')}, "
+                               f"expected float32 ({rows}, {dim}) as the manifest and {KEYS} say")
+    for at in range(0, rows, _FINITE_BLOCK):
+        bad = np.flatnonzero(~np.isfinite(arr[at:at + _FINITE_BLOCK]).all(axis=1))
+        if bad.size:
+            raise KeptVectorsError(f"{path} ({field}): row {at + int(bad[0])} holds NaN or infinity")
+    return arr
 
 
 def read_kept(folder: Path, limits: Any = None) -> dict[str, KeptRun]:
@@ -155,55 +255,43 @@ def read_kept(folder: Path, limits: Any = None) -> dict[str, KeptRun]:
     default limits `ingestaudit.config.Limits`).
 
     Raises:
-        KeptVectorsError: a missing, oversized or malformed file, or an array whose shape disagrees with its
-            manifest (the message names the file).
+        KeptVectorsError: the message names the file and the field: a missing, oversized, non-regular or malformed
+            file; a manifest of another ``version``, too deeply nested, or whose ``pipelines[i].chunks`` /
+            ``.questions`` is not a kept-vector file name of this folder (``../`` refused); a key table with a
+            column missing, mistyped or null, rows not 0..n-1, or offsets neither -1, -1 nor 0 <= start <= end; an
+            array that is not float32 of the shape its manifest and key table give; a NaN or an infinity in one.
     """
-    import pyarrow.parquet as pq
-
     from ingestaudit.config import Limits
-    from ingestaudit.inputs import InputFileError, check_input_file, read_input_text
+    from ingestaudit.inputs import InputFileError
 
     limits = limits if limits is not None else Limits()
     folder = Path(folder)
     try:
-        manifest = json.loads(read_input_text(folder / MANIFEST, max_bytes=limits.results_bytes,
-                                              limit="limits.results_bytes"))
-        entries = manifest["pipelines"]
-        check_input_file(folder / KEYS, max_bytes=limits.results_bytes, limit="limits.results_bytes")
-        keys = pq.read_table(folder / KEYS).to_pydict()
+        entries = _manifest(folder / MANIFEST, limits)
+        by_pipe = _key_rows(folder / KEYS, limits)
+        out: dict[str, KeptRun] = {}
+        for i, entry in enumerate(entries):
+            field = f"{folder / MANIFEST}: pipelines[{i}]"
+            chunks, questions, qids = entry.get("chunks"), entry.get("questions"), entry.get("question_ids", [])
+            m = re.fullmatch(r"vectors-(\d+)\.npy", chunks) if isinstance(chunks, str) else None
+            if m is None:
+                raise KeptVectorsError(f"{field}.chunks: {chunks!r} is not a kept-vector file name (vectors-<p>.npy)")
+            p = int(m.group(1))
+            if questions != f"vectors-{p}-questions.npy":
+                raise KeptVectorsError(f"{field}.questions: {questions!r}, expected 'vectors-{p}-questions.npy'")
+            if not isinstance(entry.get("pipeline"), str):
+                raise KeptVectorsError(f"{field}.pipeline: a pipeline name expected")
+            if not isinstance(qids, list) or not all(isinstance(q, str) for q in qids):
+                raise KeptVectorsError(f"{field}.question_ids: a list of question ids expected")
+            dim = entry.get("dimension")
+            if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+                raise KeptVectorsError(f"{field}.dimension: {dim!r}, a whole number >= 0 expected")
+            rows = by_pipe.get(p, [])
+            vectors = _array(folder / chunks, f"pipelines[{i}].chunks", len(rows), dim, limits)
+            qv = _array(folder / questions, f"pipelines[{i}].questions", len(qids), dim, limits)
+            out[entry["pipeline"]] = KeptRun(entry["pipeline"], vectors, rows, list(qids), qv,
+                                             dict(entry.get("embedder") or {}) if isinstance(entry.get("embedder"),
+                                                                                             dict) else {}, dim)
     except InputFileError as exc:
         raise KeptVectorsError(str(exc)) from None
-    except (ValueError, KeyError, TypeError, OSError) as exc:
-        raise KeptVectorsError(f"{folder / MANIFEST}: unreadable kept vectors ({type(exc).__name__}: {exc})") from None
-    by_pipe: dict[int, list[tuple[int, tuple[str, int, int]]]] = {}
-    for p, r, d, c, s, e in zip(keys["pipeline"], keys["row"], keys["doc"], keys["chunk"], keys["start"],
-                                keys["end"]):
-        key = (str(d), int(s), int(e)) if s >= 0 else (str(d), -1, -1 - int(c))
-        by_pipe.setdefault(int(p), []).append((int(r), key))
-    out: dict[str, KeptRun] = {}
-    for entry in entries:
-        try:
-            p = int(re.fullmatch(r"vectors-(\d+)\.npy", entry["chunks"]).group(1))
-            arrays = []
-            for name in (entry["chunks"], entry["questions"]):
-                if not KEPT_NAME.match(name):
-                    raise ValueError(f"file name {name!r} is not a kept-vector file")
-                check_input_file(folder / name, max_bytes=limits.vectors_bytes, limit="limits.vectors_bytes")
-                arrays.append(np.load(folder / name, mmap_mode="r", allow_pickle=False))
-        except InputFileError as exc:
-            raise KeptVectorsError(str(exc)) from None
-        except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-            raise KeptVectorsError(f"{folder / MANIFEST}: pipeline entry unusable ({type(exc).__name__}: {exc})"
-                                   ) from None
-        vectors, questions = arrays
-        rows = [k for _, k in sorted(by_pipe.get(p, []))]
-        if vectors.ndim != 2 or vectors.dtype != np.float32 or len(rows) != vectors.shape[0]:
-            raise KeptVectorsError(f"{folder / entry['chunks']}: {vectors.shape} {vectors.dtype}, expected float32 "
-                                   f"({len(rows)}, d) as {KEYS} lists")
-        if questions.ndim != 2 or questions.shape[0] != len(entry.get("question_ids", [])):
-            raise KeptVectorsError(f"{folder / entry['questions']}: {questions.shape} does not match the manifest's "
-                                   f"{len(entry.get('question_ids', []))} question ids")
-        out[str(entry["pipeline"])] = KeptRun(str(entry["pipeline"]), vectors, rows, list(entry["question_ids"]),
-                                              questions, dict(entry.get("embedder") or {}),
-                                              int(entry.get("dimension", vectors.shape[1])))
     return out

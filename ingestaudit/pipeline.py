@@ -179,8 +179,8 @@ def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], .
         where: the table in messages (``[pipelines.<name>]``).
 
     Raises:
-        PipelineError: an empty table, a value that is not a non-empty string, a key that is not an extension
-            (``.default`` included), an extension given twice (``pdf`` and ``PDF``, ``.pdf`` and ``pdf``), or an
+        PipelineError: an empty table, a value that is not a non-empty string, a key with white space around it
+            (``" txt "``), a key that is not an extension (``.default`` included), an extension given twice (``pdf`` and ``PDF``, ``.pdf`` and ``pdf``), or an
             unknown parser; one line per bad key, each naming the pipeline, the key and the valid parsers.
     """
     from ingestaudit.parsers.registry import parser_names
@@ -199,6 +199,8 @@ def parser_routes(table: dict[str, Any], where: str) -> tuple[tuple[str, str], .
         ext = raw[1:] if raw.startswith(".") else raw
         if not isinstance(name, str) or not name.strip():
             problems.append(f"{where} parser, key {key!r}: {name!r} is not a parser name; give a string ({known})")
+        elif str(key) != str(key).strip():
+            problems.append(f"{where} parser, key {key!r}: white space around the extension; write {raw!r}")
         elif raw == "." + DEFAULT_ROUTE:
             problems.append(f"{where} parser, key {key!r}: the fallback route is {DEFAULT_ROUTE!r}, without a dot "
                             f"(a dot marks an extension) ({known})")

@@ -216,7 +216,9 @@ class TruthFile(_Strict):
                                                               "index 'entities'")
     metadata: dict[str, str | int | float | bool | list[str]] = Field(
         default={}, description="key/value pairs a question's filter may test and the metadata auditor compares "
-                                "with the extracted fields (title, authors as a list of strings, date, year...)")
+                                "with the extracted fields (title, authors as a list of strings, date, year...); a "
+                                "number must be finite (1e400 is infinity) and a date a date (2026-02-30 is not): "
+                                "else a problem of metadata.<key>, that key left out, the others kept")
     class_: str | None = Field(default=None, alias="class", description="the document's stratum instead of its "
                                                                         "first folder under docs/ (not '__all__', "
                                                                         "no '/')")
@@ -518,6 +520,7 @@ def load_truth(document: Document, root: Path, limits: "Limits | None" = None) -
                      if s.type not in tf.pii_types]
     if document.truth_json is not None:
         problems += entity_problems(document.truth_json.relative_to(root).as_posix(), tf, text)
+        problems += metadata_problems(document.truth_json.relative_to(root).as_posix(), tf.metadata)
     if tf.boilerplate is not None and tf.boilerplate.text is not None:
         rel = document.truth_json.relative_to(root).as_posix()  # type: ignore[union-attr]
         problems += _span_problems(rel, "boilerplate.spans", tf.boilerplate.spans, tf.boilerplate.text)
@@ -553,7 +556,11 @@ def _partial(truth: Truth, problems: list[Problem], json_rel: str | None) -> Tru
 
     defaults = {f.name: f.default for f in fields(Truth)}
     cleared: dict[str, Any] = {}
-    for key in {_top_key(p.field) for p in problems}:
+    bad_fields = {p.field[len("metadata."):] for p in problems if p.field.startswith("metadata.")}
+    if bad_fields and truth.metadata is not None:  # one bad metadata field: the others are still labels
+        kept = {k: v for k, v in truth.metadata.items() if k not in bad_fields}
+        cleared["metadata"] = kept or None
+    for key in {_top_key(p.field) for p in problems if not p.field.startswith("metadata.")}:
         for name in _KEY_FIELDS.get(key, (key,)):
             if name in defaults and name != "problems":
                 cleared[name] = defaults[name]
@@ -563,6 +570,25 @@ def _partial(truth: Truth, problems: list[Problem], json_rel: str | None) -> Tru
 def _span_problems(rel: str, name: str, spans: list[Span] | tuple[Span, ...], text: str) -> list[Problem]:
     return [Problem(rel, f"{name}[{i}]", f"span [{s.start}, {s.end}) is outside the text ({len(text)} code points)")
             for i, s in enumerate(spans) if s.end > len(text)]
+
+
+def metadata_problems(rel: str, metadata: dict[str, Any]) -> list[Problem]:
+    """One problem per ``metadata`` value no auditor or filter can use, field ``metadata.<key>``: a number that is
+    not finite (JSON ``1e400`` is read as infinity, ``NaN`` as NaN) and a date field
+    (`ingestaudit.metrics.fields.DATE_FIELDS`) that `ingestaudit.metrics.fields.parse_date` does not read
+    (``2026-02-30``); the document keeps its other fields (`_partial`)."""
+    import math
+
+    from ingestaudit.metrics.fields import DATE_FIELDS, parse_date
+
+    out = []
+    for key, value in (metadata or {}).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out.append(Problem(rel, f"metadata.{key}", f"{value!r} is not a finite number"))
+        elif key in DATE_FIELDS and (not isinstance(value, str) or parse_date(value) is None):
+            out.append(Problem(rel, f"metadata.{key}", f"{value!r} is not a date (ISO 8601 such as 2026-02-28, or "
+                                                       "a text dateutil reads, with its year)"))
+    return out
 
 
 def entity_problems(rel: str, tf: TruthFile, text: str | None) -> list[Problem]:

@@ -88,7 +88,7 @@ MIN_ITEMS = 10
 class GateSettings(BaseModel):
     """The ``[gate]`` keys that are settings, not metric budgets (a metric name always holds a dot)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "10", true or 1e9 is no count
 
     min_items: int = Field(default=MIN_ITEMS, ge=1, description="items a row needs for its budget alone (no "
                            "significant test) to fail the gate; below: a budget warning")

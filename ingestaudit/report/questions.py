@@ -98,31 +98,79 @@ def write_question_files(stage: Any, report: Any) -> None:
         stage.write_text(f"runs/{stem}.trec", trec_run(pipeline, records))
 
 
-def read_question_files(report_dir: Path) -> dict[str, list[dict[str, Any]]]:
+def _record_problem(rec: Any) -> str | None:
+    """Why a line's value is not a question record `listing` can show, or None: an object with a string ``id`` and
+    a list ``results`` of objects, each with ``rank`` (a whole number), ``hit`` (true/false) and ``doc``."""
+    if not isinstance(rec, dict):
+        return "not a question record (a JSON object)"
+    if not isinstance(rec.get("id"), str):
+        return "id: a question id (a string) expected"
+    results = rec.get("results")
+    if not isinstance(results, list):
+        return "results: a list expected"
+    for i, x in enumerate(results):
+        if not isinstance(x, dict) or "doc" not in x or not isinstance(x.get("hit"), bool) \
+                or isinstance(x.get("rank"), bool) or not isinstance(x.get("rank"), int):
+            return f"results[{i}]: an object with rank (a whole number), hit (true/false) and doc expected"
+    return None
+
+
+def read_question_files(report_dir: Path, problems: list[str] | None = None, limits: Any = None
+                        ) -> dict[str, list[dict[str, Any]]]:
     """pipeline -> records of every ``questions/*.jsonl`` in ``report_dir``, pipelines in the order of the folder's
-    report.json (else by file name).
+    report.json (else by file name). Each file is read through `ingestaudit.inputs` (a regular file within
+    ``limits.results_bytes``; default `ingestaudit.config.Limits`).
+
+    Args:
+        problems: when given, a bad line (not JSON, not a question record: `_record_problem`) or an unreadable file
+            is appended to it as ``FILE:LINE: reason`` (``FILE: reason``) and skipped, the other lines kept; else
+            the first one raises.
 
     Raises:
-        ValueError: no ``questions`` folder, or a line that is not a JSON object (file and line named).
+        ValueError: no ``questions`` folder; with ``problems`` None, a bad line or file (file and line named).
     """
+    from ingestaudit.config import Limits
+    from ingestaudit.inputs import InputFileError, read_input_text
+    from ingestaudit.jsonlimits import jsonl_lines
+
+    limits = limits if limits is not None else Limits()
     folder = Path(report_dir) / "questions"
     if not folder.is_dir():
         raise ValueError(f"{folder}: no questions folder (a report of a run with labelled questions has one)")
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise ValueError(message)
+        problems.append(message)
+
     out: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(folder.glob("*.jsonl")):
         records = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            lines = jsonl_lines(read_input_text(path, max_bytes=limits.results_bytes, limit="limits.results_bytes"))
+        except InputFileError as exc:
+            bad(str(exc))
+            continue
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict) or not isinstance(rec.get("results"), list):
-                raise ValueError(f"{path}:{n}: not a question record (an object with 'results')")
+                bad(f"{path}:{n}: not JSON ({exc.msg})")
+                continue
+            except RecursionError:
+                bad(f"{path}:{n}: JSON nested too deeply")
+                continue
+            why = _record_problem(rec)
+            if why:
+                bad(f"{path}:{n}: {why}")
+                continue
             records.append(rec)
         out[str(records[0].get("pipeline")) if records else unquote(path.stem)] = records
     try:
         order = [p["name"] for p in json.loads((Path(report_dir) / "report.json").read_text("utf-8"))["pipelines"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         order = []
     return dict(sorted(out.items(), key=lambda kv: (kv[0] not in order, order.index(kv[0]) if kv[0] in order else 0)))
 

@@ -246,10 +246,22 @@ STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": 
 """How a cell without a value names the states of its items in the terminal (the headline legend spells them out)."""
 
 
+CORPUS_COUNTS = {"index.freshness_lag": "events", "index.stale_query_share": "queries"}
+"""What ``n_docs`` counts in a corpus-level row computed over something else than documents (`ingestaudit.events`:
+the ``--events`` file's index events, its served queries); every other corpus-level row counts documents."""
+
+
+def corpus_note(row: SummaryRow, noun: str = "docs") -> str:
+    """``corpus of N docs`` (``N events``, ``N queries``: `CORPUS_COUNTS`) for a corpus-level row; ``noun`` is
+    what N counts when the row is over documents (``""``: the headline's bare ``corpus of N``)."""
+    what = CORPUS_COUNTS.get(row.metric, noun)
+    return f"corpus of {row.n_docs}" + (f" {what}" if what else "")
+
+
 def _note(row: SummaryRow) -> str:
     if row.level == "corpus":  # states count documents: those behind the value and those that never reached it
         bad = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
-        return f"corpus of {row.n_docs}" + (f"; {bad}" if bad else "")
+        return corpus_note(row, "") + (f"; {bad}" if bad else "")
     return ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
 
 
@@ -491,7 +503,7 @@ def cell(row: SummaryRow | None, digits: int = 4) -> Cell:
     ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}] " if row.ci_low is not None else ""
     if row.level == "corpus":  # one value over the class's documents, not an aggregate of per-document rows
         bad = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
-        return Cell(value, f"{ci}corpus of {row.n_docs} docs" + (f"; {bad}" if bad else ""))
+        return Cell(value, f"{ci}{corpus_note(row)}" + (f"; {bad}" if bad else ""))
     other = ", ".join(f"{n} {s}" for s, n in row.states.items() if n and s != "ok")
     return Cell(value, f"{ci}n={row.n_docs}" + (f"; {other}" if other else ""))
 

@@ -43,8 +43,11 @@ holding the term."""
 
 
 def _number(name: str, value: Any, low: float, high: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        bound = f"in [{low:g}, {high:g}]" if high != math.inf else f">= {low:g}"
+    """``value`` as a float when it is a finite number in ``[low, high]`` (NaN and infinity refused: TOML reads
+    ``nan`` and ``inf``); else ValueError naming option ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not low <= value <= high:
+        bound = f"finite, in [{low:g}, {high:g}]" if high != math.inf else f"finite and >= {low:g}"
         raise ValueError(f"bm25 option {name!r} must be a number {bound}, got {value!r}")
     return float(value)
 

@@ -95,7 +95,7 @@ class HybridRetriever(Retriever):
         lanes: a list of at least one lane, each a retriever name or ``{use = name, option = value}`` (default
             ``["dense", "bm25"]``).
         k: the RRF constant, a number > 0 (default 60, Cormack et al. 2009).
-        weights: one finite weight >= 0 per lane (default all 1).
+        weights: one finite weight >= 0 per lane, at least one > 0 (default all 1).
         lane_depth: results asked of each lane, an integer >= 1 (default 100; at least the auditor's depth is asked).
 
     Raises (constructor):
@@ -120,6 +120,8 @@ class HybridRetriever(Retriever):
             if any(isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0
                    for w in weights):
                 raise ValueError(f"hybrid option 'weights' must hold finite numbers >= 0, got {list(weights)!r}")
+            if not any(w > 0 for w in weights):  # every fused score 0: the ranking would be the tie order alone
+                raise ValueError(f"hybrid option 'weights' needs at least one weight > 0, got {list(weights)!r}")
         self.weights = None if weights is None else [float(w) for w in weights]
         if isinstance(lane_depth, bool) or not isinstance(lane_depth, int) or lane_depth < 1:
             raise ValueError(f"hybrid option 'lane_depth' must be an integer >= 1, got {lane_depth!r}")

@@ -146,5 +146,5 @@ def test_events_give_freshness_rows_and_name_bad_lines(setup, tmp_path):
 
 def test_a_missing_events_file_is_refused_before_the_audit(setup, tmp_path):
     res, out = _run(setup, "no-events", "same", "--events", str(tmp_path / "absent.jsonl"))
-    assert res.exit_code == 2 and "--events" in res.output and "no such file" in res.output
+    assert res.exit_code == 2 and "--events" in res.output and "cannot be read (No such file or directory)" in res.output
     assert not (out / "report.json").exists()

@@ -84,6 +84,19 @@ def folder_revision(path: Path) -> str:
     return "sha256:" + _folder_digest(str(path), stamp)[:16]
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` is not a usable sentence-transformers model folder (absent, not a folder, no ``modules.json``,
+    no ``tokenizer.json``), or None; ``stat`` only, nothing loaded. The one check of the constructor and of the
+    start-up check (`SentenceTransformerEmbedder.option_value_problems`)."""
+    if not path.is_dir():
+        return f"{path} is not a folder" + ("" if os.path.lexists(path) else " (no such file or folder)")
+    if not (path / "modules.json").is_file():
+        return f"{path} is not a sentence-transformers model folder (no modules.json)"
+    if not (path / "tokenizer.json").is_file():
+        return f"{path} has no tokenizer.json (a fast tokenizer is needed to count tokens)"
+    return None
+
+
 class SentenceTransformerEmbedder(Embedder):
     """A sentence-transformers model from a local folder, offline, on the CPU (see the module docstring).
 
@@ -120,8 +133,9 @@ class SentenceTransformerEmbedder(Embedder):
             self.model_name = MINILM_NAME
         else:
             self.path = Path(model).expanduser()
-            if not (self.path / "modules.json").is_file():
-                raise _missing(f"{self.path} is not a sentence-transformers model folder (no modules.json)")
+            problem = folder_problem(self.path)
+            if problem:
+                raise _missing(problem)
             self.model_name = self.path.name
         if not (self.path / "tokenizer.json").is_file():
             raise _missing(f"{self.path} has no tokenizer.json (a fast tokenizer is needed to count tokens)")
@@ -131,6 +145,19 @@ class SentenceTransformerEmbedder(Embedder):
         self._tokenizer: Any = None
         self._revision: str | None = None
         self._config: dict[str, int] | None = None
+
+    @staticmethod
+    def option_value_problems(options: dict[str, Any]) -> list[str]:
+        """What the constructor would refuse in ``path`` (or ``model``), by `folder_problem`, without importing
+        torch or loading the model: ``["embedder.path: /m is not a folder (no such file or folder)"]``; empty when
+        the folder is usable or none is given (the shipped MiniLM)."""
+        for key in ("path", "model"):
+            value = options.get(key)
+            if isinstance(value, str) and value:
+                problem = folder_problem(Path(value).expanduser())
+                if problem:
+                    return [f"embedder.{key}: {problem}"]
+        return []
 
     # ----- model files --------------------------------------------------------------------------------------------
 
