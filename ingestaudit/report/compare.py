@@ -664,7 +664,7 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
     n_test = resamples_for_family(k, alpha, n_resamples)
     for res, pairs in pending:
         stat = compare_pairs(pairs, orientation_of(res.metric, res.label),
-                             seed=row_seed(seed, res.pipeline, res.doc_class, res.metric, res.label),
+                             seed=row_seed(seed, res.doc_class, res.metric, res.label),
                              n_resamples=n_resamples, confidence=confidence, interval=pairs.moved > 0,
                              test_resamples=n_test, refine_below=alpha)
         res.diff = stat.diff
