@@ -509,6 +509,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     if out_warning:
         console.print("warning: " + terminal_text(out_warning), style="yellow", highlight=False, markup=False)
     history_error, recorded = "", False
+    notes: list[str] = []  # lines printed after the headline and the gate's verdict (the history's)
     comparison = None
     if base_report is not None:  # gated before the report is written: its result goes into report.json
         comparison, report.gate = evaluate_gate(base_report, report, budgets=budgets,
@@ -530,8 +531,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
             recorded = True
             keys = list(headline_keys(report.summary, report.pipelines).values())
             found_trend = trends(history, metrics=keys)
-            console.print(terminal_text(f"history: run {run_id} appended to {history}"), highlight=False,
-                          markup=False)
+            notes.append(f"history: run {run_id} appended to {history}")  # printed after the verdict
             return found_trend
         except HistoryError as exc:
             history_error = str(exc)
@@ -553,6 +553,8 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
                                *band_lines(report.gate)]))
         if report.gate.verdict == "fail":
             code = EXIT_GATE
+    for note in notes:  # the verdict first, then where the run was recorded
+        console.print(terminal_text(note), highlight=False, markup=False)
     if code == EXIT_OK and strict and report.failures:
         code = EXIT_FAILURES
     if history_error:  # the report is kept: exit 4, unless a failed gate or --strict failures say more (1, 3)
