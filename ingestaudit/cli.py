@@ -369,7 +369,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     classes = ", ".join(f"{c}: {n}" for c, n in found.classes().items())
     asked = f", {n_questions} question{'s' * (n_questions != 1)} ({found.questions.name})" if found.questions else ""
     n_docs = len(found.documents)
-    _echo(terminal_text(f"ok: {n_docs} document{'s' * (n_docs != 1)} ({classes}){asked}"))
+    noted = f"; {len(warnings)} warning{'s' * (len(warnings) != 1)} above" if warnings else ""
+    _echo(terminal_text(f"ok: {n_docs} document{'s' * (n_docs != 1)} ({classes}){asked}{noted}"))
 
 
 @app.command()

@@ -123,6 +123,7 @@ def test_validate_warns_of_the_documents_a_routed_pipeline_cannot_read(tmp_path)
         f"(mixed/table); they will be errors of that pipeline ({routes})",
         f"warning: pipeline 'routed' cannot read 1 document(s) of extension png: routed to 'pymupdf', which does "
         f"not read it (mixed/scan); they will be errors of that pipeline ({routes})"]
+    assert r.output.splitlines()[-1].endswith("; 2 warnings above")  # not a bare "ok" under them
 
 
 def _cer_rows(out):
