@@ -301,3 +301,11 @@ def test_a_routed_bake_off_has_a_verdict_over_every_item(tmp_path):
     assert {v["class"] for v in verdict} == {"mixed", "__all__"}
     assert all(v["n_shared"] == v["n_items"] == 3 for v in verdict), verdict
     assert all(v["best"] == "plain" for v in verdict if v["metric"] == "extraction.cer_norm")  # the reference text
+
+
+def test_a_duplicate_extension_lists_the_valid_parsers():
+    with pytest.raises(PipelineError) as caught:
+        make_pipeline("m", {"parser": {"pdf": "pymupdf", ".PDF": "tagged"}})
+    (line,) = str(caught.value).splitlines()
+    assert "key '.PDF': extension 'pdf' given twice ('pdf' and '.PDF'" in line
+    assert "valid parsers: pymupdf, reference, tagged" in line
