@@ -735,8 +735,11 @@ def history_(
     items: Annotated[bool, typer.Option("--items", help="Per item: --metric M (or M[LABEL]) in each run, the "
                                                         "items that got worse most since the accepted run "
                                                         "first.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --accept: accept a run whose gate failed (refused "
+                                                        "otherwise).")] = False,
 ) -> None:
-    """Print trend tables from a history file, or accept a run as the gate's baseline."""
+    """Print trend tables from a history file, or accept a run as the gate's baseline (a run whose gate failed only
+    with --force)."""
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.history import (accept as accept_run, item_trends, list_runs, render_item_trends,
                                             render_trends, trends)
@@ -744,8 +747,9 @@ def history_(
     from ingestaudit.report.tables import choose_keys
 
     if accept is not None:
-        run = accept_run(db, accept)
-        _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}"))
+        run = accept_run(db, accept, force=force)
+        failed = " (its gate FAILED: accepted with --force)" if run.verdict == "fail" else ""
+        _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}{failed}"))
         return
     if items:
         if not metric or "." not in metric:
