@@ -10,6 +10,7 @@ from _reportkit import build, cer_rows
 
 from ingestaudit.events import freshness_rows
 from ingestaudit.report.compare import compare_reports, not_run, render_comparison
+from ingestaudit.report.gate_result import gate_result
 
 
 def _events(tmp_path, lines):
@@ -48,6 +49,8 @@ def test_a_head_without_events_does_not_miss_the_baselines_freshness_rows(tmp_pa
                           "reason": "the head was run without --events"}]
     assert ("not run in the head (not gated): index.freshness_lag, index.stale_query_share: the head was run "
             "without --events") in render_comparison(c, width=200).splitlines()
+    result = gate_result(c, [], [])  # gate.json: a pass that says what it did not gate
+    assert result.verdict == "pass" and result.not_run_in_head == c.not_run
 
 
 def test_a_head_given_events_that_lost_the_rows_still_fails(tmp_path):
