@@ -12,8 +12,8 @@ name:
   a field the extractor did not give is compared as an empty string (0), with ``missing`` in the detail;
 - ``metadata.similarity``: 1 - Levenshtein distance / longer length of the normalised values, in [0, 1]; for a date
   or a year (`ingestaudit.metrics.fields.EXACT_ONLY_FIELDS`) the exact match, 1 or 0 (a wrong year is wrong, not
-  0.75 similar; the option ``exact_only`` in every report says so); an extracted date that does not parse is ``no_prediction`` with the value named (and counted in the details'
-  ``date_parse_failures``), its exact match 0.
+  0.75 similar; the option ``exact_only`` in every report says so); an extracted date that does not parse is
+  ``no_prediction`` with the value named (and counted in the details' ``date_parse_failures``), its exact match 0.
 
 A labelled value the metric cannot read (a date that does not parse, a nested object) is that field's ``error``.
 """

@@ -48,8 +48,8 @@ regression: a measurement that silently disappears is never a pass. One exceptio
 measurement that needs an optional run input (`MetricSpec.needs`, e.g. ``--events`` for index freshness) which the
 head was not given was not run, not lost: its baseline rows are listed as **not run in the head** and do not fail
 the gate, just as embedding drift (measured between two runs' kept vectors, ``--keep-vectors``) is never a row a
-later run could miss. A head given the input that reports none of its rows still fails. Items added, removed, changed or no longer
-measured are listed. The gate fails (exit 1) on any regression, hard regression or missing row.
+later run could miss. A head given the input that reports none of its rows still fails. Items added, removed,
+changed or no longer measured are listed. The gate fails (exit 1) on any regression, hard regression or missing row.
 """
 
 from __future__ import annotations
