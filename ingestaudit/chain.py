@@ -8,6 +8,13 @@ says: chunk (cleaned text) -> parsed text (the cleaner's map) -> reference text 
 The clean step (`clean_step`) runs first and on its own: its artefact `Cleaning` (what the pipeline's cleaner made
 of the parsed output and of the truth's ``boilerplate.text``) is what the boilerplate auditor reads, also when only
 that stage runs (no chunk, no embedding) or a later step fails.
+
+**A cleaner that cannot handle a document** (it raises `UnsupportedInput`, the reason of `Cleaner.supports`:
+``trafilatura`` without raw HTML, ``repeated-lines`` on one page) does not apply to it: the chain chunks the parsed
+text unchanged (identity offset map) and says so (`ChainOutput.passed_through`, a warning of the document in the
+report). So every pipeline of a cleaner sweep indexes the same documents and answers the same questions; a smaller
+index (the document's chunks missing) would make retrieval easier and that pipeline look best. The boilerplate
+auditor still reports the cleaner ``skipped`` there. Any other exception of the cleaner is the document's ``error``.
 """
 
 from __future__ import annotations
@@ -108,6 +115,7 @@ class ChainOutput:
     special_tokens: int = 0  # word pieces the embedder adds to every input ([CLS] and [SEP] for BERT models)
     embed_sentences: Any = None  # texts -> L2-normalised vectors with the pipeline's embedder
     block_spans: tuple[tuple[int, int, str], ...] = ()  # the parser's blocks in cleaned coordinates, as chunked
+    passed_through: str = ""  # the cleaner could not handle the document: why (the parsed text was chunked as is)
 
 
 def _covered_runs(positions: np.ndarray) -> list[tuple[int, int]]:
@@ -308,15 +316,20 @@ def _clean(cleaning: Cleaning, parsed: ParsedDocument) -> tuple[str, Any]:
     (`CleanResult.pieces`, a line- or block-removal cleaner) when it gives them; else a Levenshtein alignment of the
     output onto the parsed text (a rewriting cleaner, `OffsetMap.from_alignment`).
 
+    A cleaner that cannot handle the document (`CleanAttempt.unsupported`) passes the parsed text through unchanged
+    with the identity map (module docstring).
+
     Raises:
-        whatever the cleaner raised on the parsed output (`CleanAttempt.error`).
+        whatever else the cleaner raised on the parsed output (`CleanAttempt.error`).
         ValueError: the cleaner's pieces do not fit the texts, or claim characters that differ between them.
     """
     from ingestaudit.metrics.offsets import OffsetMap
 
+    source = parsed.text or ""
+    if cleaning.parsed.unsupported:
+        return source, OffsetMap.identity(len(source))
     if cleaning.parsed.error is not None:
         raise cleaning.parsed.error
-    source = parsed.text or ""
     result = cleaning.parsed.result
     cleaned = result.text
     if cleaned == source:
@@ -364,7 +377,10 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     from ingestaudit.stages.chunkers.base import ChunkerInput, block_spans_from_parsed
     from ingestaudit.textlayout import TextLayout
 
-    cleaned, clean_map = _clean(cleaning if cleaning is not None else clean_step(cleaner, parsed), parsed)
+    cleaning = cleaning if cleaning is not None else clean_step(cleaner, parsed)
+    cleaned, clean_map = _clean(cleaning, parsed)
+    passed = (f"cleaner {cleaning.cleaner} cannot handle this document ({cleaning.parsed.error}): the parsed text "
+              "is chunked unchanged" if cleaning.parsed.unsupported else "")
     parsed_to_ref = to_ref = None
     if reference is not None:
         parsed_to_ref = OffsetMap.from_char_alignment(align_chars(reference, parsed.text))
@@ -410,4 +426,4 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                        bool(getattr(chunker, "normalises_whitespace", False)), tokens,
                        embedder.max_seq_length() if embedder is not None else None, doc, min_span_coverage,
                        embedder.special_tokens() if embedder is not None else 0,
-                       embedder.embed if embedder is not None else None, inp.block_spans)
+                       embedder.embed if embedder is not None else None, inp.block_spans, passed)

@@ -376,7 +376,8 @@ def validate(corpus: Annotated[Path, typer.Argument(help="Corpus folder to check
     classes = ", ".join(f"{c}: {n}" for c, n in found.classes().items())
     asked = f", {n_questions} question{'s' * (n_questions != 1)} ({found.questions.name})" if found.questions else ""
     n_docs = len(found.documents)
-    _echo(terminal_text(f"ok: {n_docs} document{'s' * (n_docs != 1)} ({classes}){asked}"))
+    noted = f"; {len(warnings)} warning{'s' * (len(warnings) != 1)} above" if warnings else ""
+    _echo(terminal_text(f"ok: {n_docs} document{'s' * (n_docs != 1)} ({classes}){asked}{noted}"))
 
 
 @app.command()
@@ -519,6 +520,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
     if out_warning:
         console.print("warning: " + terminal_text(out_warning), style="yellow", highlight=False, markup=False)
     history_error, recorded = "", False
+    notes: list[str] = []  # lines printed after the headline and the gate's verdict (the history's)
     comparison = None
     if base_report is not None:  # gated before the report is written: its result goes into report.json
         comparison, report.gate = evaluate_gate(base_report, report, budgets=budgets,
@@ -540,8 +542,7 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
             recorded = True
             keys = list(headline_keys(report.summary, report.pipelines).values())
             found_trend = trends(history, metrics=keys)
-            console.print(terminal_text(f"history: run {run_id} appended to {history}"), highlight=False,
-                          markup=False)
+            notes.append(f"history: run {run_id} appended to {history}")  # printed after the verdict
             return found_trend
         except HistoryError as exc:
             history_error = str(exc)
@@ -563,6 +564,8 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
                                *band_lines(report.gate)]))
         if report.gate.verdict == "fail":
             code = EXIT_GATE
+    for note in notes:  # the verdict first, then where the run was recorded
+        console.print(terminal_text(note), highlight=False, markup=False)
     if code == EXIT_OK and strict and report.failures:
         code = EXIT_FAILURES
     if history_error:  # the report is kept: exit 4, unless a failed gate or --strict failures say more (1, 3)
@@ -752,8 +755,11 @@ def history_(
     items: Annotated[bool, typer.Option("--items", help="Per item: --metric M (or M[LABEL]) in each run, the "
                                                         "items that got worse most since the accepted run "
                                                         "first.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --accept: accept a run whose gate failed (refused "
+                                                        "otherwise).")] = False,
 ) -> None:
-    """Print trend tables from a history file, or accept a run as the gate's baseline."""
+    """Print trend tables from a history file, or accept a run as the gate's baseline (a run whose gate failed only
+    with --force)."""
     from ingestaudit.report.escape import terminal_text
     from ingestaudit.report.history import (accept as accept_run, item_trends, list_runs, render_item_trends,
                                             render_trends, trends)
@@ -761,8 +767,9 @@ def history_(
     from ingestaudit.report.tables import choose_keys
 
     if accept is not None:
-        run = accept_run(db, accept)
-        _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}"))
+        run = accept_run(db, accept, force=force)
+        failed = " (its gate FAILED: accepted with --force)" if run.verdict == "fail" else ""
+        _echo(terminal_text(f"accepted run {run.run_id} ({run.label or run.time}) of {db}{failed}"))
         return
     if items:
         if not metric or "." not in metric:

@@ -465,7 +465,11 @@ def _run_task(task: Task) -> TaskResult:
         failures.append(("chunking", chain_failure))
     elif wants_chain:
         rows += audited(on_chain)
-    kept, count = kept_warnings(parsed.warnings)
+    warnings = parsed.warnings
+    note = getattr(item.chain, "passed_through", "") if wants_chain and not chain_failure else ""
+    if note:  # a cleaner that could not handle the document: said first, before the parser's (capped) warnings
+        warnings = [note, *(warnings if isinstance(warnings, (list, tuple)) else [warnings] if warnings else [])]
+    kept, count = kept_warnings(warnings)
     return TaskResult(rows, failures, chunks=doc_chunks, warnings=kept, warning_count=count, artefacts=artefacts)
 
 

@@ -17,7 +17,9 @@ Per pair of pipelines (the gate's pairing, `ingestaudit.report.compare.pipeline_
 - ``embedding.drift_mmd`` / ``embedding.drift_p``: MMD_b² with the RBF median-heuristic kernel between the base and
   head vectors of the items present in both runs, and its permutation p-value with ``permutations`` (B, default 500)
   seeded relabellings (`ingestaudit.metrics.embedding_drift.mmd_test`). Above ``mmd_sample`` (default 1,000) items a
-  seeded sample of that many items is tested (the kernel matrix is quadratic); ``mmd.sampled`` says so.
+  seeded sample of that many items is tested (the kernel matrix is quadratic); ``mmd.sampled`` says so. With fewer
+  than 2 items present in both runs the test is ``not_computable`` with the reason (one item per side gives p = 1
+  whatever the vectors), and both values are None, never MMD 0 with p = 1.
 - ``embedding.cosine_unchanged``: per item present in both runs, the cosine of its base and head vectors; the mean is
   the value, the distribution (quantiles, a 20-bin histogram, the lowest ten items) its detail.
 
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ingestaudit.metrics.embedding_drift import least_stable, mmd_test, nn_stability, row_cosines
+from ingestaudit.metrics.embedding_drift import MIN_MMD_ITEMS, least_stable, mmd_test, nn_stability, row_cosines
 from ingestaudit.metrics.specs import MetricSpec, register
 
 DEFAULT_K = 10
@@ -174,16 +176,23 @@ def drift_between(base: Any, head: Any, *, k: int = DEFAULT_K, chunk_probes: int
             "lowest": [{"item": _key_text(common[i][2]), "cosine": float(cos[i])} for i in low if not np.isnan(cos[i])],
         }
         metrics["embedding.cosine_unchanged"] = out["cosine_unchanged"]["mean"]
-        sample = np.arange(len(common))
-        if len(common) > mmd_sample:
-            sample = np.sort(np.random.default_rng(seed).choice(len(common), size=mmd_sample, replace=False))
-        mmd = mmd_test(base.vectors[rows_b[sample]], head.vectors[rows_h[sample]], permutations=permutations,
-                       seed=seed).to_dict()
-        mmd["sampled"] = bool(len(common) > mmd_sample)
-        mmd["items"] = int(len(common))
-        out["mmd"] = mmd
-        metrics["embedding.drift_mmd"] = mmd["mmd2"]
-        metrics["embedding.drift_p"] = mmd["p_value"]
+        if len(common) < MIN_MMD_ITEMS:
+            out["mmd"] = {"state": "not_computable", "items": len(common),
+                          "reason": f"{len(common)} chunk present in both runs; the MMD test needs at least "
+                                    f"{MIN_MMD_ITEMS} (with one, every relabelling gives the same MMD: p = 1 "
+                                    "whatever the vectors)"}
+            metrics["embedding.drift_mmd"] = metrics["embedding.drift_p"] = None
+        else:
+            sample = np.arange(len(common))
+            if len(common) > mmd_sample:
+                sample = np.sort(np.random.default_rng(seed).choice(len(common), size=mmd_sample, replace=False))
+            mmd = mmd_test(base.vectors[rows_b[sample]], head.vectors[rows_h[sample]], permutations=permutations,
+                           seed=seed).to_dict()
+            mmd["sampled"] = bool(len(common) > mmd_sample)
+            mmd["items"] = int(len(common))
+            out["mmd"] = mmd
+            metrics["embedding.drift_mmd"] = mmd["mmd2"]
+            metrics["embedding.drift_p"] = mmd["p_value"]
     else:
         out["cosine_unchanged"] = out["mmd"] = {"state": "no_reference", "reason": "no chunk is present in both runs"}
     out["metrics"] = metrics
@@ -245,6 +254,8 @@ def render_drift(results: Sequence[dict[str, Any]], *, markdown: bool = False) -
         p = r["probes"]
         out.append(f"  probes: {p['questions']} questions + {p['chunks']} chunks (seed {p['seed']}); "
                    f"{r['items_in_both']} chunks in both runs")
+        if mmd.get("state") in ("not_computable", "no_reference"):
+            out.append(f"  MMD: {mmd['state'].replace('_', ' ')}: {mmd['reason']}")
         if "permutations" in mmd:
             out.append(f"  MMD: B = {mmd['permutations']} permutations, seed {mmd['seed']}, sigma^2 = "
                        f"{mmd['sigma2']:.4g} ({mmd['bandwidth_rule']}), {mmd['n']} items"

@@ -36,15 +36,20 @@ from ingestaudit.metrics.specs import MetricSpec, register
 
 ALL = "__all__"
 PERCENTILES = (("p50", 50.0), ("p99", 99.0))
+INPUT = "--events"
+"""The run input the freshness metrics need (`MetricSpec.needs`): a run given it records the ``index``/``freshness``
+detail with ``{"input": INPUT}`` (also when the file cannot be read), so the gate tells a run without it from one
+that lost its rows."""
 
 METRICS = (
     MetricSpec("index.freshness_lag", "time from a document version's commit to its indexing (indexed_at - "
                "committed_at, seconds) over the --events file's index events, label p50 / p99: percentile by "
                "nearest rank (r = ceil(q/100 n)-th smallest; Hyndman & Fan 1996 definition 1); per class of the "
-               "event's document; no interval", False, high=None, unit="seconds", budget="5%"),
+               "event's document; no interval", False, high=None, unit="seconds", budget="5%", needs=INPUT),
     MetricSpec("index.stale_query_share", "served queries (--events query_at rows) that retrieved a document while "
                "a newer committed version of it was not yet indexed (committed_at <= query_at < indexed_at for "
-               "one of its events) / served queries; Wilson over queries", False, ci="wilson", unit="queries"),
+               "one of its events) / served queries; Wilson over queries", False, ci="wilson", unit="queries",
+               needs=INPUT),
 )
 register(*METRICS)
 
@@ -186,8 +191,9 @@ def freshness_scores(read: EventsRead, doc_classes: Mapping[str, str]) -> list[t
 def freshness_rows(path: Path, pipelines: Sequence[str], doc_classes: Mapping[str, str], limits: Any = None
                    ) -> tuple[list[Any], list[Any], list[Any]]:
     """The run's freshness summary rows, details and failures for ``pipelines`` (module docstring): ``(summary
-    rows, StageDetail per pipeline, Failures)``; a file that cannot be read is one failure (stage ``events``) and
-    no row."""
+    rows, StageDetail per pipeline, Failures)``; a file that cannot be read is one failure (stage ``events``), a
+    detail with its error and no row (the run was given ``--events``: against a baseline with freshness rows they
+    are missing, a failed gate)."""
     from ingestaudit.inputs import InputFileError
     from ingestaudit.report.aggregate import corpus_summary_row
     from ingestaudit.report.schema import Failure, StageDetail
@@ -195,12 +201,14 @@ def freshness_rows(path: Path, pipelines: Sequence[str], doc_classes: Mapping[st
     try:
         read = read_events(path, doc_classes, limits)
     except (InputFileError, UnicodeDecodeError, OSError) as exc:
-        return [], [], [Failure(item=str(path), pipeline="", stage="events", message=str(exc))]
+        details = [StageDetail(pipeline=p, stage="index", name="freshness",
+                               data={"input": INPUT, "file": str(path), "error": str(exc)}) for p in pipelines]
+        return [], details, [Failure(item=str(path), pipeline="", stage="events", message=str(exc))]
     failures = [Failure(item=where, pipeline="", stage="events", message=f"{fld}: {msg}")
                 for where, fld, msg in read.problems]
     scores = freshness_scores(read, doc_classes)
     summary = [corpus_summary_row(sc, pipeline=p, doc_class=cls, n_docs=n) for p in pipelines for cls, sc, n in scores]
-    detail = {"file": str(path), "events": len(read.events), "queries": len(read.queries),
+    detail = {"input": INPUT, "file": str(path), "events": len(read.events), "queries": len(read.queries),
               "problems": len(read.problems), "problem_kinds": dict(sorted(read.kinds.items()))}
     details = [StageDetail(pipeline=p, stage="index", name="freshness", data=detail) for p in pipelines]
     return summary, details, failures

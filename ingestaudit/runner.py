@@ -676,6 +676,11 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         ks = _auditor("retrieval", dict(stage_args)["retrieval"]).k
         details += retrieval_comparison_details(list(_store_rows(path, item_kind="question", detail=False)),
                                                 names, ks)
+        if questions.questions:  # where questions/<p>.jsonl and runs/<p>.trec are (readable slugs of the names)
+            from ingestaudit.report.questions import question_files_detail
+
+            details.append(StageDetail(pipeline="", stage="retrieval", name="question_files",
+                                       data=question_files_detail(names)))
     infos = [pipeline_info(p, specs[p.name], config) for p in pipelines]
     warned.sort(key=lambda w: (w.item, order_of[w.pipeline]))
     for info in infos:

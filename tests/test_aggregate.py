@@ -59,3 +59,18 @@ def test_wilson_is_used_for_count_proportions():
     s = summarize_group(rows, pipeline="p", doc_class="c", seed=0)
     assert s.ci_method.startswith("wilson")
     assert s.ci_low == pytest.approx(0.237, abs=5e-4) and s.ci_high == pytest.approx(0.763, abs=5e-4)
+
+
+def test_identical_data_in_two_pipelines_gives_identical_bootstrap_intervals():
+    # CER 0/100, 10/100, 30/100, 60/100 in both pipelines: micro 100/400 = 0.25 in each; the percentile bootstrap
+    # used to be seeded with the pipeline's name too, so the two intervals differed for the same numbers
+    rows = [row(f"c/d{i}", e / 100, e, 100.0, parser=p)
+            for i, e in enumerate((0.0, 10.0, 30.0, 60.0)) for p in ("alpha", "a-much-longer-name")]
+    by = {(s.pipeline, s.doc_class): s for s in summarize(rows, ["alpha", "a-much-longer-name"], seed=3)}
+    a, b = by["alpha", "c"], by["a-much-longer-name", "c"]
+    assert a.micro == b.micro == 0.25 and a.ci_method.startswith("bootstrap")
+    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high) and a.ci_low < 0.25 < a.ci_high
+    # the seed option still moves them: another run seed draws other resamples
+    other = {(s.pipeline, s.doc_class): s for s in summarize(rows, ["alpha", "a-much-longer-name"], seed=4)}
+    assert (other["alpha", "c"].ci_low, other["alpha", "c"].ci_high) == (other["a-much-longer-name", "c"].ci_low,
+                                                                         other["a-much-longer-name", "c"].ci_high)

@@ -125,3 +125,19 @@ def test_vectors_of_several_dimensions_are_not_kept(tmp_path):
             DocChunks("b", "c1", State.OK, vectors=_unit(np.eye(4)[:1] + 0.1), intervals=[(0, 10)])]
     with pytest.raises(ValueError, match=r"several dimensions \[3, 4\]"):
         VectorKeeper(tmp_path).add(0, "p", docs, [], None, EMB)
+
+
+def test_mmd_over_one_chunk_in_both_runs_is_not_computable():
+    # base and head share one chunk (c, 0, 5), with different vectors; a test over one item per side has p = 1
+    # whatever the vectors (the only relabelling of two points swaps them and gives the same MMD): no number
+    v = _unit(np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]], np.float32))
+    base = KeptRun("p", v[:1], [("c", 0, 5)], [], np.zeros((0, 4), np.float32), EMB, 4)
+    head = KeptRun("p", v[1:], [("c", 0, 5)], [], np.zeros((0, 4), np.float32), EMB, 4)
+    res = drift_between(base, head, k=1, chunk_probes=1, permutations=50)
+    assert res["state"] == "ok" and res["mmd"]["state"] == "not_computable" and res["mmd"]["items"] == 1
+    assert "needs at least 2" in res["mmd"]["reason"]
+    assert res["metrics"]["embedding.drift_mmd"] is None and res["metrics"]["embedding.drift_p"] is None
+    assert res["metrics"]["embedding.cosine_unchanged"] == 0.0  # orthogonal unit vectors: cos = 0
+    lines = render_drift([{"base_pipeline": "p", "head_pipeline": "p", **res}])
+    assert "embedding.drift_mmd = n/a" in lines[2] and "embedding.drift_p = n/a" in lines[2]
+    assert any(x.startswith("  MMD: not computable: 1 chunk present in both runs") for x in lines)

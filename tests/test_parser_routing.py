@@ -123,6 +123,7 @@ def test_validate_warns_of_the_documents_a_routed_pipeline_cannot_read(tmp_path)
         f"(mixed/table); they will be errors of that pipeline ({routes})",
         f"warning: pipeline 'routed' cannot read 1 document(s) of extension png: routed to 'pymupdf', which does "
         f"not read it (mixed/scan); they will be errors of that pipeline ({routes})"]
+    assert r.output.splitlines()[-1].endswith("; 2 warnings above")  # not a bare "ok" under them
 
 
 def _cer_rows(out):
@@ -300,3 +301,11 @@ def test_a_routed_bake_off_has_a_verdict_over_every_item(tmp_path):
     assert {v["class"] for v in verdict} == {"mixed", "__all__"}
     assert all(v["n_shared"] == v["n_items"] == 3 for v in verdict), verdict
     assert all(v["best"] == "plain" for v in verdict if v["metric"] == "extraction.cer_norm")  # the reference text
+
+
+def test_a_duplicate_extension_lists_the_valid_parsers():
+    with pytest.raises(PipelineError) as caught:
+        make_pipeline("m", {"parser": {"pdf": "pymupdf", ".PDF": "tagged"}})
+    (line,) = str(caught.value).splitlines()
+    assert "key '.PDF': extension 'pdf' given twice ('pdf' and '.PDF'" in line
+    assert "valid parsers: pymupdf, reference, tagged" in line

@@ -66,14 +66,18 @@ def test_trec_runs_read_back_and_the_verdict_covers_every_item(sweep):
     from ingestaudit.trec import rank, read_run
 
     out, result = sweep
-    recs = [json.loads(x) for x in (out / "questions" / "reference%2Fsize=300.jsonl").read_text().splitlines()]
-    run = read_run(out / "runs" / "reference%2Fsize=300.trec")
+    # readable slugs, not percent-encoding (reference%2Fsize=300), mapped in report.json's details
+    recs = [json.loads(x) for x in (out / "questions" / "reference_size=300.jsonl").read_text().splitlines()]
+    run = read_run(out / "runs" / "reference_size=300.trec")
     first = recs[0]
     want = [f"{x['doc']}#{x['start']}-{x['end']}" for x in first["results"]]
     assert rank(run.results[first["id"]]) == want  # trec_eval's order (score, then docno) is the served order
-    assert run.runid == "reference%2Fsize=300"
+    assert run.runid == "reference_size=300"
     assert all(isinstance(r["latency_ms"], float) for r in recs)
     report = json.loads((out / "report.json").read_text())
+    (files,) = [d["data"] for d in report["details"] if d["name"] == "question_files"]
+    assert files == {f"reference/size={n}": {"questions": f"questions/reference_size={n}.jsonl",
+                                              "run": f"runs/reference_size={n}.trec"} for n in (300, 1200)}
     assert report["verdict"] and all(v["n_shared"] == v["n_items"] for v in report["verdict"])
     assert result.output.lstrip("\n").startswith("no decision [born_digital]: reference/size=300 vs reference/size=1200 "
                                     "(retrieval.span_recall@2000ch")
@@ -120,3 +124,13 @@ def test_report_html_has_a_question_view_misses_first(sweep):
     demo01 = next(r for r in rows if r.startswith("<td><code>demo-01</code>"))
     assert "HIT @3" in demo01 and "HIT @4" in demo01  # size=300 holds it at rank 3, size=1200 at rank 4
     assert html.index('id="verdict"') < html.index('id="headline"')
+
+
+def test_file_stems_are_readable_unique_and_never_dots():
+    from ingestaudit.report.questions import file_stems
+
+    # "/" and " " become "_"; "a/b" and "a_b" would share a slug: the second in order takes ~2; Foo vs foo clash
+    # on a case-insensitive file system: ~2 too; "." and ".." are no file names
+    assert file_stems(["p/use=none", "a/b", "a_b", "x y", "Foo", "foo", ".", ".."]) == {
+        "p/use=none": "p_use=none", "a/b": "a_b", "a_b": "a_b~2", "x y": "x_y", "Foo": "Foo", "foo": "foo~2",
+        ".": "_.", "..": "_.."}

@@ -10,9 +10,10 @@ name:
 
 - ``metadata.exact_match``: 1 when the normalised values are equal (dates: equal as ISO 8601 after parsing), else 0;
   a field the extractor did not give is compared as an empty string (0), with ``missing`` in the detail;
-- ``metadata.similarity``: 1 - Levenshtein distance / longer length of the normalised values, in [0, 1]; an
-  extracted date that does not parse is ``no_prediction`` with the value named (and counted in the details'
-  ``date_parse_failures``), its exact match 0.
+- ``metadata.similarity``: 1 - Levenshtein distance / longer length of the normalised values, in [0, 1]; for a date
+  or a year (`ingestaudit.metrics.fields.EXACT_ONLY_FIELDS`) the exact match, 1 or 0 (a wrong year is wrong, not
+  0.75 similar; the option ``exact_only`` in every report says so); an extracted date that does not parse is
+  ``no_prediction`` with the value named (and counted in the details' ``date_parse_failures``), its exact match 0.
 
 A labelled value the metric cannot read (a date that does not parse, a nested object) is that field's ``error``.
 """
@@ -27,7 +28,8 @@ from ingestaudit.auditors.base import ArtefactItem, Auditor, CorpusResult, ItemA
 from ingestaudit.auditors.reach import count_states, parse_state
 from ingestaudit.enrichment import METADATA_STEP_DEFAULTS, MetadataExtraction, check_metadata_options
 from ingestaudit.measurement import Score, State
-from ingestaudit.metrics.fields import DEFAULT_FIELD_PROFILE, FIELD_PROFILES, FieldComparison, compare_field
+from ingestaudit.metrics.fields import (DEFAULT_FIELD_PROFILE, EXACT_ONLY_FIELDS, FIELD_PROFILES, FieldComparison,
+                                       compare_field)
 from ingestaudit.metrics.specs import MetricSpec, register
 from ingestaudit.truth import Truth
 
@@ -36,7 +38,8 @@ METRICS = (
                "(dates as ISO 8601 after parsing), else 0; per document and field (label = field); the mean is the "
                "exact match rate", higher_is_better=True, ci="wilson", unit="fields"),
     MetricSpec("metadata.similarity", "normalised Levenshtein similarity 1 - lev(a, b) / max(|a|, |b|) of the labelled "
-               "and extracted field after the field profile (rapidfuzz); per document and field (label = field)",
+               "and extracted field after the field profile (rapidfuzz); dates and years: the exact match, 1 or 0; "
+               "per document and field (label = field)",
                higher_is_better=True, unit="fields"),
 )
 register(*METRICS)
@@ -109,6 +112,7 @@ class MetadataAuditor(Auditor):
                 "profile_description": FIELD_PROFILES[self.profile].description,
                 "fields": "every labelled field" if self.fields is None else list(self.fields),
                 "dates": "parsed (dateutil) and compared as ISO 8601 at the precision given",
+                "exact_only": f"{', '.join(sorted(EXACT_ONLY_FIELDS))}: similarity = exact match (1 or 0)",
                 "missing_field": "compared as an empty string"}
 
     def _selected(self, truth: Truth) -> tuple[str, ...]:

@@ -82,6 +82,11 @@ def median_bandwidth(sq: np.ndarray) -> tuple[float, str]:
     return 0.0, "all points equal"
 
 
+MIN_MMD_ITEMS = 2
+"""Rows per side below which the MMD test is not computable: with one row per side every relabelling gives the
+observed MMD (p = 1 whatever the vectors)."""
+
+
 @dataclass(frozen=True)
 class MMDResult:
     """Squared MMD of base against head and its permutation test.
@@ -118,17 +123,21 @@ def _mmd2_from_weights(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def mmd_test(x: np.ndarray, y: np.ndarray, *, permutations: int = 500, seed: int = 0) -> MMDResult:
-    """MMD_b² with the RBF kernel and median-heuristic bandwidth between ``x`` and ``y`` (each (m, d), same m >= 1,
+    """MMD_b² with the RBF kernel and median-heuristic bandwidth between ``x`` and ``y`` (each (m, d), same m >= 2,
     same d), and its permutation p-value (module docstring). Cost: one (2m)² kernel matrix and ``B`` matrix-vector
     products; subsample large sets first (the caller says so).
 
+    ``m`` = 1 is refused, not answered: the only relabellings of two points swap them and give the same MMD, so the
+    p-value would be 1 whatever the vectors (`MIN_MMD_ITEMS`).
+
     Raises:
-        ValueError: shapes differ, fewer than 1 row, or ``permutations`` < 1.
+        ValueError: shapes differ, fewer than `MIN_MMD_ITEMS` rows per side, or ``permutations`` < 1.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    if x.ndim != 2 or x.shape != y.shape or x.shape[0] < 1:
-        raise ValueError(f"mmd_test needs two (m, d) arrays of one shape, m >= 1; got {x.shape} and {y.shape}")
+    if x.ndim != 2 or x.shape != y.shape or x.shape[0] < MIN_MMD_ITEMS:
+        raise ValueError(f"mmd_test needs two (m, d) arrays of one shape, m >= {MIN_MMD_ITEMS}; got {x.shape} and "
+                         f"{y.shape}")
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
     m = x.shape[0]

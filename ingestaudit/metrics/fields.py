@@ -13,6 +13,10 @@ A list value (``authors``) is compared as the ``"; "``-joined, sorted list of it
 not count. A date field is compared as a date: both sides are parsed and written as ISO 8601 at the precision the
 text gives (``2023``, ``2023-05``, ``2023-05-03``); an extracted date that does not parse is a *parse failure*
 (exact match 0, no similarity) and counted; a labelled date that does not parse is bad input (ValueError).
+
+Dates and years (`EXACT_ONLY_FIELDS`) are right or wrong: their similarity is their exact match, 1 or 0. A
+character distance means nothing for them (``2023`` against ``2021`` would be 0.75 similar, a day off 0.9, while a
+wrong year excludes the document from every filter on it).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from ingestaudit.metrics.normalize import casefold, collapse_whitespace
 
 DATE_FIELDS = frozenset({"date"})
 """Fields compared as dates."""
+
+EXACT_ONLY_FIELDS = DATE_FIELDS | {"year"}
+"""Fields whose similarity is their exact match (1 or 0), never a partial score (module docstring)."""
 
 
 def _nfkc(text: str) -> str:
@@ -116,7 +123,7 @@ class FieldComparison:
         truth, extracted: the compared forms (after the profile, or ISO dates); ``extracted`` is ``None`` on a
             date parse failure.
         exact_match: 1 or 0.
-        similarity: in [0, 1], ``None`` on a date parse failure.
+        similarity: in [0, 1], ``None`` on a date parse failure; 1 or 0 for a date or year (`EXACT_ONLY_FIELDS`).
         parse_failure: the extracted date did not parse.
         profile: the profile's name.
     """
@@ -156,6 +163,7 @@ def compare_field(field: str, truth: object, extracted: object,
         got = parse_date(extracted) if isinstance(extracted, str) else None
         if got is None:
             return FieldComparison(field, gold, None, 0, None, True, prof.name)
-        return FieldComparison(field, gold, got, int(gold == got), levenshtein_similarity(gold, got), False, prof.name)
+        return FieldComparison(field, gold, got, int(gold == got), float(gold == got), False, prof.name)
     gold, got = _as_text(truth, prof, field), _as_text(extracted, prof, field)
-    return FieldComparison(field, gold, got, int(gold == got), levenshtein_similarity(gold, got), False, prof.name)
+    similarity = float(gold == got) if field in EXACT_ONLY_FIELDS else levenshtein_similarity(gold, got)
+    return FieldComparison(field, gold, got, int(gold == got), similarity, False, prof.name)

@@ -31,6 +31,10 @@ class MetricSpec:
         seeded: the value depends on the run's seed (a seeded random baseline, a seeded sample of queries or an
             index built with a seeded generator). A seed change makes only such rows ``not comparable`` in the
             gate; a metric whose seed only draws its bootstrap interval is not seeded (the gate compares values).
+        needs: the optional run input without which the metric is not measured at all (``"--events"``), ``""``
+            for none. A run given it records a detail whose data holds ``{"input": needs}``; a head run without it
+            did not run the measurement, so the gate exempts the baseline's rows of it from the missing-rows check
+            (`ingestaudit.report.compare.not_run`).
     """
 
     name: str
@@ -43,6 +47,7 @@ class MetricSpec:
     ideal: float | None = None
     budget: float | str | None = None
     seeded: bool = False
+    needs: str = ""
 
     @property
     def default_budget(self) -> float | str:

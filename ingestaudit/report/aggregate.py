@@ -8,14 +8,15 @@ For each pipeline x class (and ``__all__``) x metric x label, over the rows in s
   declared ``ci="wilson"`` with integer counts (one proportion of independent items: a hit per question, a flag per
   document), else a percentile bootstrap over the items (documents, or questions for retrieval rows: each item's
   numerator and denominator resampled together) of the micro ratio (or of the mean when there are no counts),
-  seeded from the run seed and the row's key so a row's interval does not depend on which other rows exist; the
+  seeded from the run seed and the row's class, metric and label (`ingestaudit.report.stats.row_seed`; never the
+  pipeline's name: identical data in two pipelines gives identical intervals) so a row's interval does not depend
+  on which other rows exist; the
   method, with the resampled unit, is the row's ``ci_method``;
 * ``states``: the count of rows in every state, zeros included.
 """
 
 from __future__ import annotations
 
-import zlib
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from ingestaudit.measurement import Score, State
 from ingestaudit.auditors import metric_catalog as specs
 from ingestaudit.metrics.intervals import Interval, bootstrap_ratio, wilson
 from ingestaudit.report.schema import ALL_CLASSES, MeasurementRow, SummaryRow
+from ingestaudit.report.stats import row_seed
 
 
 def _interval_of(metric: str, nums: Sequence[float] | None, dens: Sequence[float] | None, values: Sequence[float],
@@ -55,11 +57,6 @@ def _interval(metric: str, rows: list[MeasurementRow], *, seed: int, n_resamples
                         sum(nums) if nums is not None else None, sum(dens) if dens is not None else None,
                         bool(rows) and all(r.item_kind == "question" for r in rows), seed=seed,
                         n_resamples=n_resamples, confidence=confidence)
-
-
-def _row_seed(seed: int, pipeline: str, doc_class: str, metric: str, label: str) -> int:
-    key = f"{pipeline}\0{doc_class}\0{metric}\0{label}"
-    return (seed * 1_000_003 + zlib.crc32(key.encode())) % 2**32
 
 
 class _Group:
@@ -137,7 +134,7 @@ class _Group:
                 micro = num / den if den else None
             values, nums, dens = self.arrays(parts)
             ci = _interval_of(self.metric, nums, dens, values, num, den, self.questions,
-                              seed=_row_seed(seed, pipeline, doc_class, self.metric, self.label),
+                              seed=row_seed(seed, doc_class, self.metric, self.label),  # not the pipeline
                               n_resamples=n_resamples, confidence=confidence)
         return SummaryRow(
             pipeline=pipeline, doc_class=doc_class, stage=self.stage, metric=self.metric, label=self.label,

@@ -1,6 +1,10 @@
 """What changed between a gate's baseline and head, in words a person reads first: the configuration as dotted
-paths (``chunker.size 500 -> 4000``, ``index.use hnsw -> ivf``, ``run.seed 0 -> 7``) and the corpus (fingerprint,
-items added, removed, changed)."""
+paths (``chunker.size 500 -> 4000``, ``index.use hnsw -> ivf``, ``run.seed 0 -> 7``, a routed parser's route
+``parser.routes.pdf.use pymupdf -> unstructured``) and the corpus (fingerprint, items added, removed, changed).
+
+Order (`importance`): the implementations of the steps that move retrieval numbers most (`KEY_STEPS`: parser and
+its routes, retriever, embedder, chunker), then other steps' implementations, then the key steps' settings, other
+steps' settings, versions, and last the run and auditor settings. Every change is printed (wrapped, never cut)."""
 
 from __future__ import annotations
 
@@ -25,8 +29,13 @@ def flatten(value: Any, prefix: str) -> dict[str, Any]:
     return out
 
 
+KEY_STEPS = ("parser", "retriever", "embedder", "chunker")
+"""The steps whose changes are listed first, in this order."""
+
+
 def _pipeline_paths(p: PipelineInfo | None) -> dict[str, Any]:
-    """A pipeline's steps as dotted paths: ``STEP.use`` (the implementation), ``STEP.version`` and each setting."""
+    """A pipeline's steps as dotted paths: ``STEP.use`` (the implementation), ``STEP.version`` and each setting;
+    a parser routed by extension adds ``parser.routes.EXT.use``, ``.version`` and its settings per route."""
     if p is None:
         return {}
     out: dict[str, Any] = {}
@@ -34,7 +43,30 @@ def _pipeline_paths(p: PipelineInfo | None) -> dict[str, Any]:
         out[f"{step}.use"] = info.implementation
         out[f"{step}.version"] = info.version
         out.update(flatten(info.settings, step))
+    for route in p.routes:
+        at = f"parser.routes.{route.extension}"
+        out[f"{at}.use"] = route.implementation
+        out[f"{at}.version"] = route.version
+        out.update(flatten(route.settings, at))
     return out
+
+
+def importance(change: Mapping[str, Any]) -> tuple:
+    """The sort key of a change (module docstring): ``(tier, key step's rank, pipeline, path)``, tiers 0 key step
+    implementation, 1 other step implementation, 2 key step setting, 3 other step setting, 4 version, 5 run or
+    auditor setting."""
+    path = str(change["path"])
+    step = path.split(".", 1)[0]
+    rank = KEY_STEPS.index(step) if step in KEY_STEPS else len(KEY_STEPS)
+    if not change.get("pipeline"):
+        tier = 5
+    elif path.endswith(".version"):
+        tier = 4
+    elif path.endswith(".use"):
+        tier = 0 if step in KEY_STEPS else 1
+    else:
+        tier = 2 if step in KEY_STEPS else 3
+    return tier, rank, str(change.get("pipeline", "")), path
 
 
 def _run_paths(r: Report) -> dict[str, Any]:
@@ -51,13 +83,13 @@ def config_changes(base: Report, head: Report, pairs: Sequence[tuple[str, str]])
     """Every configuration difference between ``base`` and ``head``: per paired pipeline (``pairs``: baseline
     name, head name) its steps' implementations, versions and settings, then the run settings and the auditors'
     options. Each is ``{"path", "base", "head", "pipeline"}`` (``pipeline`` the head's name, ``""`` for a run
-    setting); a value one side lacks is None. Sorted by pipeline, then path."""
+    setting); a value one side lacks is None. Sorted by `importance`."""
     out: list[dict[str, Any]] = []
     b_pipes = {p.name: p for p in base.pipelines}
     h_pipes = {p.name: p for p in head.pipelines}
     for pb, ph in pairs:
         out += _diff(_pipeline_paths(b_pipes.get(pb)), _pipeline_paths(h_pipes.get(ph)), ph)
-    return out + _diff(_run_paths(base), _run_paths(head), "")
+    return sorted(out + _diff(_run_paths(base), _run_paths(head), ""), key=importance)
 
 
 def _diff(a: Mapping[str, Any], b: Mapping[str, Any], pipeline: str) -> list[dict[str, Any]]:
@@ -79,16 +111,17 @@ def value_text(v: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def change_lines(changes: Sequence[Mapping[str, Any]], corpus: Mapping[str, Any], limit: int = 8) -> list[str]:
-    """The first lines of a gate's verdict: ``what changed: chunker.size 500 -> 4000; ...`` (at most ``limit``
-    paths, a pipeline named when several differ) and, when the corpora differ, ``corpus changed: ...``."""
+def change_lines(changes: Sequence[Mapping[str, Any]], corpus: Mapping[str, Any]) -> list[str]:
+    """The first lines of a gate's verdict: ``what changed: chunker.size 500 -> 4000; ...`` (every path, in the
+    order of `importance`; a pipeline named when several differ) and, when the corpora differ, ``corpus changed:
+    ...``. The caller wraps the line; nothing is cut."""
     lines = []
     if changes:
         several = len({c["pipeline"] for c in changes if c["pipeline"]}) > 1
         shown = [(f"{c['pipeline']}: " if several and c["pipeline"] else "")
-                 + f"{c['path']} {value_text(c['base'])} -> {value_text(c['head'])}" for c in changes[:limit]]
-        more = f"; … (+{len(changes) - limit}, --json lists all)" if len(changes) > limit else ""
-        lines.append("what changed: " + "; ".join(shown) + more)
+                 + f"{c['path']} {value_text(c['base'])} -> {value_text(c['head'])}"
+                 for c in sorted(changes, key=importance)]
+        lines.append("what changed: " + "; ".join(shown))
     if corpus and not corpus.get("same", True):
         counts = ", ".join(f"{corpus[k]} {k}" for k in ("added", "removed", "changed") if corpus.get(k))
         lines.append(f"corpus changed: fingerprint {corpus['base_fingerprint'][:12]} -> "

@@ -44,8 +44,12 @@ alone are not comparable.
 Besides rows: an item that was ``ok`` in the baseline and is ``error`` or ``no_prediction`` in the head is a
 **hard regression** (as is a whole stage that newly failed); a row the baseline has and the head lacks (a metric,
 a stage or a class no longer reported for a paired pipeline) is **missing**, and fails the gate like a hard
-regression: a measurement that silently disappears is never a pass. Items added, removed, changed or no longer
-measured are listed. The gate fails (exit 1) on any regression, hard regression or missing row.
+regression: a measurement that silently disappears is never a pass. One exception, by one rule (`not_run`): a
+measurement that needs an optional run input (`MetricSpec.needs`, e.g. ``--events`` for index freshness) which the
+head was not given was not run, not lost: its baseline rows are listed as **not run in the head** and do not fail
+the gate, just as embedding drift (measured between two runs' kept vectors, ``--keep-vectors``) is never a row a
+later run could miss. A head given the input that reports none of its rows still fails. Items added, removed,
+changed or no longer measured are listed. The gate fails (exit 1) on any regression, hard regression or missing row.
 """
 
 from __future__ import annotations
@@ -308,6 +312,7 @@ class Comparison:
     pipelines: dict[str, Any]
     items: dict[str, list[str]]
     missing: list[MissingRows] = field(default_factory=list)
+    not_run: list[dict[str, Any]] = field(default_factory=list)  # `_not_run_rows`: exempt, listed, never a failure
     changes: list[dict[str, Any]] = field(default_factory=list)  # `ingestaudit.report.changes.config_changes`
     corpus: dict[str, Any] = field(default_factory=dict)  # fingerprints and item counts (`corpus_change`)
     min_items: int = MIN_ITEMS
@@ -359,7 +364,7 @@ class Comparison:
                 "counts": {s: self.count(s) for s in STATUSES} | {"hard_regressions": len(self.hard),
                                                                    "missing_rows": sum(m.rows for m in self.missing)},
                 "hard_regressions": [asdict(h) for h in self.hard], "regressions": [row(r) for r in regs],
-                "missing_in_head": [asdict(m) for m in self.missing],
+                "missing_in_head": [asdict(m) for m in self.missing], "not_run_in_head": self.not_run,
                 "rows": [row(r) for r in rest], "pipelines": self.pipelines, "items": self.items,
                 "config_changes": self.changes, "corpus": self.corpus, "min_items": self.min_items}
 
@@ -659,7 +664,7 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
     n_test = resamples_for_family(k, alpha, n_resamples)
     for res, pairs in pending:
         stat = compare_pairs(pairs, orientation_of(res.metric, res.label),
-                             seed=row_seed(seed, res.pipeline, res.doc_class, res.metric, res.label),
+                             seed=row_seed(seed, res.doc_class, res.metric, res.label),
                              n_resamples=n_resamples, confidence=confidence, interval=pairs.moved > 0,
                              test_resamples=n_test, refine_below=alpha)
         res.diff = stat.diff
@@ -698,20 +703,45 @@ def compare_reports(base: Report, head: Report, *, budgets: Mapping[str, Budget]
                    "only_base": [p for p in _names(base) if p not in mapped_b],
                    "only_head": [p for p in _names(head) if p not in mapped_h]},
         items=items,
-        missing=missing, alpha=alpha, family=k, same_corpus=base.corpus.fingerprint == head.corpus.fingerprint,
+        missing=missing, not_run=_not_run_rows(base, head, b_by_pipeline), alpha=alpha, family=k,
+        same_corpus=base.corpus.fingerprint == head.corpus.fingerprint,
         confidence=confidence, changes=config_changes(base, head, pairs_of_pipelines), min_items=min_items,
         corpus=corpus_change(base, head, items))
+
+
+def not_run(report: Report) -> dict[str, str]:
+    """Metrics ``report``'s run did not measure by choice -> why: a metric whose spec needs an optional run input
+    (`MetricSpec.needs`) that the run was not given (no detail of the report holds ``{"input": needs}``). The
+    gate's one rule for measurements a head may leave out (module docstring); everything else a head lacks is
+    missing."""
+    given = {d.data.get("input") for d in report.details if isinstance(d.data, dict)}
+    return {s.name: f"the head was run without {s.needs}" for s in specs.all_specs()
+            if s.needs and s.needs not in given}
+
+
+def _not_run_rows(base: Report, head: Report, b_by_pipeline: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The baseline's rows with a value of metrics the head did not run (`not_run`): one entry per head pipeline
+    and metric, ``{pipeline, metric, rows, reason}``."""
+    skipped = not_run(head)
+    counts: dict[tuple[str, str], int] = {}
+    for r in base.summary:
+        if r.pipeline in b_by_pipeline and r.metric in skipped and _headline(r) is not None:
+            key = (b_by_pipeline[r.pipeline], r.metric)
+            counts[key] = counts.get(key, 0) + 1
+    return [{"pipeline": p, "metric": m, "rows": n, "reason": skipped[m]} for (p, m), n in sorted(counts.items())]
 
 
 def _missing_rows(base: Report, head: Report, b_by_pipeline: Mapping[str, str]) -> list[MissingRows]:
     """Baseline rows with a value whose (mapped) pipeline, class, metric and label the head lacks, or (a
     corpus-level value, which has no items to list as failed or no longer measured) has without a value; grouped:
-    a whole stage, a whole class, else one metric[label] with its classes."""
+    a whole stage, a whole class, else one metric[label] with its classes. Rows of metrics the head did not run
+    (`not_run`) are not missing."""
     h_rows = {(r.pipeline, r.doc_class, r.metric, r.label): r for r in head.summary}
     h_keys = {k for k, r in h_rows.items() if r.level != "corpus" or _headline(r) is not None}
+    skipped = not_run(head)
     out: list[MissingRows] = []
     for pb, ph in b_by_pipeline.items():
-        mine = [r for r in base.summary if r.pipeline == pb and _headline(r) is not None]
+        mine = [r for r in base.summary if r.pipeline == pb and _headline(r) is not None and r.metric not in skipped]
         gone = [r for r in mine if (ph, r.doc_class, r.metric, r.label) not in h_keys]
         if not gone:
             continue
@@ -885,6 +915,13 @@ def render_comparison(c: Comparison, width: int = 100, verbose: bool = False) ->
             lines += _wrap(text, width)
         if len(c.missing) > MAX_LISTED:
             lines.append(f"  … and {len(c.missing) - MAX_LISTED} more (--json lists all)")
+    if c.not_run:
+        by_reason: dict[str, list[str]] = {}
+        for n in c.not_run:
+            by_reason.setdefault(n["reason"], []).append(n["metric"])
+        for reason, metrics in sorted(by_reason.items()):
+            lines += _wrap(f"not run in the head (not gated): {', '.join(sorted(set(metrics)))}: {reason}", width,
+                           "", "  ")
     if regs:
         lines += _wrap(f"regressions, most severe first (head - base on the paired items [{_conf(c)} interval]):",
                        width, "", "  ")

@@ -110,6 +110,7 @@ def gate_result(c: Any, bands: Sequence[BandRow] = (), message: Sequence[str] = 
                       config_changes=[ConfigChange(**ch) for ch in c.changes], corpus=dict(c.corpus),
                       budgets=[_row(r, "budget_warning") for r in c.budget_warnings], bands=list(bands),
                       hard_regressions=[asdict(h) for h in c.hard], missing_in_head=[asdict(m) for m in c.missing],
+                      not_run_in_head=list(c.not_run),
                       min_items=c.min_items)
 
 

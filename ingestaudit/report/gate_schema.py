@@ -79,6 +79,7 @@ class GateResult(_Model):
     bands_note: str = ""  # why no band was checked (the history could not be read), else empty
     hard_regressions: list[dict[str, Any]] = []
     missing_in_head: list[dict[str, Any]] = []
+    not_run_in_head: list[dict[str, Any]] = []  # baseline rows of measurements the head did not run (not gated)
     min_items: int = 0
 
     def to_json(self) -> str:

@@ -356,14 +356,20 @@ def accepted_series(path: Path, window: int, metrics: Sequence[tuple[str, str]]
     return out
 
 
-def accept(path: Path, which: str) -> RunInfo:
-    """Mark a run accepted: ``which`` is a run id, a label (its latest run) or ``"last"``.
+def accept(path: Path, which: str, *, force: bool = False) -> RunInfo:
+    """Mark a run accepted: ``which`` is a run id, a label (its latest run) or ``"last"``. A run whose gate failed
+    (verdict ``fail``) is refused unless ``force``: accepting it would make its regressions the baseline every
+    later run is gated against.
 
     Raises:
-        HistoryError: no such run.
+        HistoryError: no such run, or a failed run without ``force`` (the message says how to accept it anyway).
     """
     runs = list_runs(path)
     run = _find(runs, which, path)
+    if run.verdict == "fail" and not force:
+        raise HistoryError(f"{path}: run {run.run_id} ({run.label or run.time}) failed its gate; accepting it makes "
+                           "its regressions the baseline of every later run: not accepted (add --force to accept "
+                           "it anyway)")
     with _connect(path, create=False) as con:
         con.execute("UPDATE runs SET accepted = TRUE WHERE run_id = ?", [run.run_id])
     return RunInfo(run.run_id, run.time, run.label, run.corpus_fingerprint, True, run.verdict)

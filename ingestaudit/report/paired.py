@@ -111,7 +111,7 @@ def paired_tests(rows: Sequence[MeasurementRow], pipeline_order: Sequence[str], 
     found: list[tuple[PairedTest, float | None]] = []  # the test and the worsening of b (None: no direction)
     for cls, metric, label, a, b, pairs in todo:
         orient = orientation_of(metric, label)
-        stat = compare_pairs(pairs, orient, seed=row_seed(seed, a, b, cls, metric, label), n_resamples=n_resamples,
+        stat = compare_pairs(pairs, orient, seed=row_seed(seed, cls, metric, label), n_resamples=n_resamples,
                              confidence=confidence, test_resamples=n_test, refine_below=alpha / 2)
         diffs = sorted(y - x for x, y in zip(pairs.a, pairs.b))
         mid = len(diffs) // 2

@@ -6,8 +6,12 @@ folder, and the side-by-side listing of ``ingestaudit questions``.
 waterfall's outcome), ``results`` (the top largest-k results ``{rank, doc, chunk, start, end, score, holds,
 hit}``: ``start``/``end`` the chunk's reference interval, ``holds`` the evidence items it holds, ``hit`` whether it
 holds one, ``score`` the retriever's for rank 1 only) and ``latency_ms`` (from the run's timings; None when the
-question was not searched or the report has no timings). The file name is the pipeline's name with every character
-outside ``[A-Za-z0-9._=,+-]`` percent-encoded (``reference/size=300`` -> ``reference%2Fsize=300.jsonl``).
+question was not searched or the report has no timings). The file name is a readable slug of the pipeline's name
+(`file_stems`): every character outside ``[A-Za-z0-9._=,+-]`` becomes ``_`` (``reference/size=300`` ->
+``reference_size=300.jsonl``, a sweep's ``p/use=none`` -> ``p_use=none.jsonl``), and a slug that two pipelines
+share (or that is empty or only dots) takes ``~2``, ``~3``... in report order. The mapping is in report.json's
+``details`` (stage ``retrieval``, name ``question_files``: pipeline -> its two files), and each record names its
+pipeline.
 
 ``runs/<pipeline>.trec``: TREC run format (``topic Q0 docno rank score tag``; `ingestaudit.trec` reads it): docno
 ``doc#start-end`` in reference code points (``doc#c<chunk>`` for a chunk without a reference interval; white space
@@ -18,18 +22,40 @@ only the top-1 score: trec_eval ranks by score, so it keeps the served order; ta
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 QUESTION_DIRS = ("questions", "runs")
 """Folders of the report folder this module writes (one file per pipeline)."""
 
 
-def file_stem(pipeline: str) -> str:
-    """The file name of a pipeline's files, without extension (module docstring)."""
-    return quote(pipeline, safe="=,+-_.")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")
+
+
+def file_stems(pipelines: Sequence[str]) -> dict[str, str]:
+    """Pipeline name -> the file name of its files without extension (module docstring): unique over
+    ``pipelines`` (in their order), readable, never empty, ``.`` or ``..``."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in pipelines:
+        base = _UNSAFE.sub("_", name)
+        base = base if base.strip(".") else f"_{base}"
+        stem, n = base, 1
+        while stem.lower() in used:  # case-insensitive file systems: Foo and foo are one file
+            n += 1
+            stem = f"{base}~{n}"
+        used.add(stem.lower())
+        out[name] = stem
+    return out
+
+
+def question_files_detail(pipelines: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The ``question_files`` detail: pipeline -> ``{"questions": "questions/<stem>.jsonl", "run":
+    "runs/<stem>.trec"}`` (`file_stems`; written for the pipelines with scored questions)."""
+    return {p: {"questions": f"questions/{s}.jsonl", "run": f"runs/{s}.trec"} for p, s in file_stems(pipelines).items()}
 
 
 def question_records(rows: Iterable[Any], latency: dict[str, dict[str, float]] | None = None
@@ -68,9 +94,10 @@ def docno(result: dict[str, Any]) -> str:
     return f"{doc}#{result['start']}-{result['end']}"
 
 
-def trec_run(pipeline: str, records: Sequence[dict[str, Any]]) -> str:
-    """The TREC run text of one pipeline's records (module docstring); topics with no result have no line."""
-    tag = file_stem(pipeline)
+def trec_run(pipeline: str, records: Sequence[dict[str, Any]], tag: str | None = None) -> str:
+    """The TREC run text of one pipeline's records (module docstring); topics with no result have no line; ``tag``:
+    the run's tag (default: the pipeline's `file_stems` slug, which has no white space)."""
+    tag = tag or file_stems([pipeline])[pipeline]
     lines = []
     for rec in records:
         n = len(rec["results"])
@@ -91,11 +118,13 @@ def write_question_files(stage: Any, report: Any) -> None:
     latency = {p: (t.get("retrieval") or {}).get("latency_by_question_ms") or {}
                for p, t in (report.timings or {}).items()}
     found = question_records(iter_store_rows(report.store_path, metrics=metrics, item_kind="question"), latency)
+    stems = file_stems([p.name for p in report.pipelines] + [p for p in found if p not in
+                                                               {i.name for i in report.pipelines}])
     for pipeline, records in found.items():
-        stem = file_stem(pipeline)
+        stem = stems[pipeline]
         stage.write_text(f"questions/{stem}.jsonl",
                          "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))
-        stage.write_text(f"runs/{stem}.trec", trec_run(pipeline, records))
+        stage.write_text(f"runs/{stem}.trec", trec_run(pipeline, records, stem))
 
 
 def _record_problem(rec: Any) -> str | None:
@@ -167,7 +196,7 @@ def read_question_files(report_dir: Path, problems: list[str] | None = None, lim
                 bad(f"{path}:{n}: {why}")
                 continue
             records.append(rec)
-        out[str(records[0].get("pipeline")) if records else unquote(path.stem)] = records
+        out[str(records[0].get("pipeline")) if records else path.stem] = records
     try:
         order = [p["name"] for p in json.loads((Path(report_dir) / "report.json").read_text("utf-8"))["pipelines"]]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):

@@ -244,8 +244,10 @@ class StoreRef(_Model):
 
 class ParseWarning(_Model):
     """The warnings a pipeline's parser raised on one document that it did parse (MuPDF's own messages on a damaged
-    PDF, a precomputed output's ``warnings``...), in the order raised: at most ``MAX_PARSE_WARNINGS`` messages
-    (each at most ``MAX_WARNING_CHARS`` characters); ``count`` is how many there were in all."""
+    PDF, a precomputed output's ``warnings``...), in the order raised, after the chain's own note when the
+    pipeline's cleaner could not handle the document and passed its text through (`ingestaudit.chain`): at most
+    ``MAX_PARSE_WARNINGS`` messages (each at most ``MAX_WARNING_CHARS`` characters); ``count`` is how many there
+    were in all."""
 
     item: str
     pipeline: str

@@ -158,8 +158,9 @@ class PairedResult:
 
 
 def row_seed(seed: int, *key: str) -> int:
-    """A seed for one row's bootstrap from the run seed and the row's key, so a row's interval does not depend on
-    which other rows exist (as in `ingestaudit.report.aggregate`)."""
+    """A seed for one row's bootstrap from the run seed (``[run] seed``) and the row's key, so a row's interval does
+    not depend on which other rows exist. Callers pass the class, metric and label, never a pipeline's name:
+    identical data in two pipelines (or under a renamed pipeline) gives identical intervals and p-values."""
     return (seed * 1_000_003 + zlib.crc32("\0".join(key).encode())) % 2**32
 
 

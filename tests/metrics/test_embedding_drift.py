@@ -78,3 +78,9 @@ def test_row_cosines():
     b = np.array([[2.0, 0.0], [1.0, -1.0], [1.0, 0.0]])
     got = row_cosines(a, b)
     assert got[0] == 1.0 and got[1] == 0.0 and math.isnan(got[2])
+
+
+def test_mmd_with_one_row_per_side_is_refused():
+    # two distinct points: both relabellings give MMD = 2 - 2 exp(-1) with p = 1 whatever the points; no answer
+    with pytest.raises(ValueError, match="m >= 2"):
+        mmd_test(np.array([[0.0]]), np.array([[5.0]]), permutations=10)

@@ -45,8 +45,28 @@ def test_dates_compared_as_dates_and_parse_failures_counted():
     same = compare_field("date", "2023-05-03", "May 3, 2023")
     assert (same.exact_match, same.similarity, same.parse_failure) == (1, 1.0, False)
     other = compare_field("date", "2023-05-03", "2023-05-04")
-    assert other.exact_match == 0 and other.similarity == pytest.approx(0.9)  # 1 of 10 characters
+    assert (other.exact_match, other.similarity) == (0, 0.0)  # a day off is wrong: no partial credit (was 0.9)
     failed = compare_field("date", "2023-05-03", "last spring")
     assert (failed.exact_match, failed.similarity, failed.parse_failure) == (0, None, True)
     with pytest.raises(ValueError, match="labelled value 'soon' is not a date"):
         compare_field("date", "soon", "2023")
+
+
+def test_a_wrong_year_is_similarity_0_not_a_character_distance():
+    # "2021" vs "2023": Levenshtein 1 of 4 characters would give 0.75; a year is right or wrong
+    wrong = compare_field("year", 2023, "2021")
+    assert (wrong.exact_match, wrong.similarity) == (0, 0.0)
+    right = compare_field("year", 2023, "2023")  # a number and a string of the same year
+    assert (right.exact_match, right.similarity) == (1, 1.0)
+    assert compare_field("title", "2023", "2021").similarity == pytest.approx(0.75)  # other fields keep it
+
+
+def test_metadata_headline_is_the_title_exact_match_rate():
+    from ingestaudit.report.tables import choose_keys
+
+    fields = [("metadata.exact_match", f) for f in ("authors", "date", "title", "year")]
+    sims = [("metadata.similarity", f) for f in ("authors", "date", "title", "year")]
+    assert choose_keys(fields + sims)["metadata"] == ("metadata.exact_match", "title")  # not "authors" (by name)
+    # no title labelled anywhere: the first valued field by name
+    assert choose_keys(fields, valued={("metadata.exact_match", "date")})["metadata"] == ("metadata.exact_match",
+                                                                                          "date")

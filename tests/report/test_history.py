@@ -71,6 +71,22 @@ def test_the_accepted_baseline_catches_slow_drift(tmp_path):
     assert result.exit_code == 0 and "accepted run 2 (night1)" in result.stdout
 
 
+def test_accepting_a_run_whose_gate_failed_needs_force(tmp_path):
+    db = tmp_path / "h.duckdb"
+    append_run(db, nightly(0.100), label="good", verdict="pass")
+    append_run(db, nightly(0.200), label="bad", verdict="fail")
+    refused = CliRunner().invoke(app, ["history", str(db), "--accept", "last"])
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert "run 2 (bad) failed its gate" in said and "add --force to accept it anyway" in said
+    assert [r.accepted for r in list_runs(db)] == [True, False]  # nothing changed
+    forced = CliRunner().invoke(app, ["history", str(db), "--accept", "last", "--force"])
+    assert forced.exit_code == 0 and "accepted run 2 (bad)" in forced.stdout and "gate FAILED" in forced.stdout
+    assert [r.accepted for r in list_runs(db)] == [True, True]
+    with pytest.raises(HistoryError, match="failed its gate"):
+        accept(db, "bad")  # the library refuses too
+
+
 def test_a_file_of_another_schema_is_refused_and_left_alone(tmp_path):
     import duckdb
 

@@ -92,6 +92,9 @@ def test_history_records_the_run_and_the_gate_uses_it_as_baseline(first_run, cor
                  "--label", "commit-2", "--stage", "extraction", "--baseline", f"history:{db}")
     assert result.exit_code == 0, result.output
     assert "gate held: no regression in" in result.stdout
+    # the verdict first, then where the run was recorded (the history line came above the headline and verdict)
+    said = result.output
+    assert said.index("gate held: no regression in") < said.index("history: run ") < said.index("appended to")
     table = CliRunner().invoke(app, ["history", str(db)], env={"COLUMNS": "120"})
     assert table.exit_code == 0, table.output
     assert table.stdout.splitlines()[1].split()[:3] == ["series", "commit-1*", "commit-2"]

@@ -194,7 +194,8 @@ class Cleaner(ABC):
     reads: ClassVar[str] = "text"
 
     def supports(self, inp: CleanerInput) -> str | None:
-        """None when the cleaner can run on ``inp``, else the reason it cannot (the default: always runs)."""
+        """None when the cleaner can run on ``inp``, else the reason it cannot (the default: always runs). In a
+        pipeline, a document the cleaner cannot handle is chunked unchanged, with a warning (`ingestaudit.chain`)."""
         return None
 
     @abstractmethod
