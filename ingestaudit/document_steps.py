@@ -466,7 +466,29 @@ def _run_task(task: Task) -> TaskResult:
     elif wants_chain:
         rows += audited(on_chain)
     kept, count = kept_warnings(parsed.warnings)
+    empty = empty_output_failure(task, parsed, kept) if any(a.stage == "extraction" for a in applicable) else ""
+    if empty:
+        failures.append(("extraction", empty))
     return TaskResult(rows, failures, chunks=doc_chunks, warnings=kept, warning_count=count, artefacts=artefacts)
+
+
+EMPTY_OUTPUT = "empty_output"
+"""The first word of the failure of a parse that returned no text where the reference has some
+(`empty_output_failure`); the headline's extraction cell counts these documents (`ingestaudit.report.tables`)."""
+
+
+def empty_output_failure(task: Task, parsed: ParsedDocument, warnings: tuple[str, ...] = ()) -> str:
+    """The failure message of a parse whose text is empty after stripping white space while the document's reference
+    text is not (its extraction rows score all deletions, CER 1, `ingestaudit.metrics.edit`): ``"empty_output: ..."``
+    naming the parser, the document's file, the reference length in code points and the parser's first warning
+    (``warnings``, `kept_warnings`), else that it raised none; ``""`` for any other parse (no reference text, an
+    empty reference, some output)."""
+    ref = (task.truth.text or "").strip()
+    if not ref or (parsed.text or "").strip():
+        return ""
+    said = f"parser warning: {warnings[0]}" if warnings else "the parser raised no warning"
+    return (f"{EMPTY_OUTPUT}: {parsed.parser or task.parser.name} returned no text for {task.document.path.name} "
+            f"(the reference has {len(ref)} characters); {said}")
 
 
 def skipped(task: Task, msg: str, every_stage: bool) -> TaskResult:

@@ -40,7 +40,8 @@ HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% in
                    "after Holm in that direction (corpus-level values have no paired test); 'same N items' = the "
                    "values over the items every pipeline measured; ↓ lower is better, ↑ higher is better; "
                    "'—' = no value, with the items' states below it: no ref(erence), no pred(iction), skip(ped), "
-                   "err(or)")
+                   "err(or); '(k empty)' = k documents whose parse returned no text though the reference has "
+                   "some (scored CER 1, listed as empty_output failures)")
 MAX_DRILL_ITEMS = 500  # items with a <details> drill-down in the HTML page; the rest are in measurements.parquet
 DRILL_PER_CLASS = 8
 """Items of one class the HTML drill-down opens (failing ones first): the page grows with classes x pipelines, not
@@ -506,7 +507,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <div class="cards"><div class="card">
 {% if h.rows %}<table><tr><th>key metric</th>{% for p in h.pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
 {% for r in h.rows %}<tr><td>{{ r.name }} {{ direction(r.metric, r.label) }}</td>
-{% for c in r.cells %}<td class="num{% if c.best %} best{% endif %}">{% if c.value is none %}<span class="muted">{{ c.note or "—" }}</span>{% else %}{{ g4(c.value) }}{% if c.best %} ★{% endif %}{% if c.low is not none %} <small>[{{ g4(c.low) }}, {{ g4(c.high) }}]</small>{% endif %} <small>n={{ c.n }}{% if c.note %}; {{ c.note }}{% endif %}</small>{% endif %}</td>{% endfor %}</tr>
+{% for c in r.cells %}<td class="num{% if c.best %} best{% endif %}">{% if c.value is none %}<span class="muted">{{ c.note or "—" }}</span>{% else %}{{ c.shown }}{% if c.best %} ★{% endif %}{% if c.low is not none %} <small>[{{ g4(c.low) }}, {{ g4(c.high) }}]</small>{% endif %} <small>n={{ c.n }}{% if c.note %}; {{ c.note }}{% endif %}</small>{% endif %}</td>{% endfor %}</tr>
 {% if r.common_n is not none %}<tr class="common"><td>same {{ r.common_n }} item{{ "s" if r.common_n != 1 else "" }}</td>{% for v in r.common %}<td class="num">{{ g4(v) }}</td>{% endfor %}</tr>{% endif %}
 {% endfor %}</table>{% endif %}
 </div><div class="card">

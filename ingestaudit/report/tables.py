@@ -186,14 +186,20 @@ class HeadCell:
     corpus: bool = False  # one value over the class (n = documents), not an aggregate of items
     missing: str = ""  # why there is no value: every state that is not ok, most frequent first, with counts
     failed: int = 0  # items in error, skipped or without a prediction (a label missing is not a failure)
+    empty: int = 0  # documents whose parse returned no text where the reference has some (extraction only)
+
+    @property
+    def shown(self) -> str:
+        """The value as the cell prints it: ``0.12``, with ``(1 empty)`` when parses returned no text (`empty`)."""
+        return g4(self.value) + (f" ({self.empty} empty)" if self.empty else "")
 
     def text(self, with_interval: bool = True) -> str:
-        """``value ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
+        """``value (k empty) ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
         if self.value is None:
             return self.note or self.missing or "—"
         ci = f" [{g4(self.low)}, {g4(self.high)}]" if with_interval and self.low is not None else ""
         star = " ★" if self.best else ""
-        return f"{g4(self.value)}{star}{ci} n={self.n}" + (f" ({self.note})" if self.note else "")
+        return f"{self.shown}{star}{ci} n={self.n}" + (f" ({self.note})" if self.note else "")
 
     def compact(self) -> tuple[str, str]:
         """``("value ★ n=k/N", "[low, high]")`` for the terminal: k items ok of N in any state, bounds to 3
@@ -204,7 +210,7 @@ class HeadCell:
         star = " ★" if self.best else ""
         n = f"n={self.n}" + (f"/{self.total}" if self.total > self.n else "")
         ci = f"[{self.low:.3g}, {self.high:.3g}]" if self.low is not None and self.high is not None else ""
-        return f"{g4(self.value)}{star} {n}", ci
+        return f"{self.shown}{star} {n}", ci
 
 
 @dataclass(frozen=True)
@@ -374,6 +380,18 @@ def waterfall_errors(report: Report, doc_class: str) -> dict[str, int]:
             if r.metric == metric and r.doc_class == doc_class and r.label == first and r.states.get("error")}
 
 
+def empty_outputs(report: Report) -> dict[tuple[str, str], int]:
+    """``(class, pipeline) -> documents`` whose parse returned no text where the reference has some (the
+    ``extraction.cer`` row's ``empty_output`` detail, `ingestaudit.metrics.edit`), each class and ``__all__``; the
+    headline's extraction cell shows the count (``0.12 (1 empty)``), the failures list each document."""
+    out: dict[tuple[str, str], int] = {}
+    for r in measurement_rows(report, metrics=("extraction.cer",), states=("ok",)):
+        if r.label == "" and r.detail.get("empty_output") is True:
+            for cls in (r.doc_class, ALL_CLASSES):
+                out[(cls, r.pipeline)] = out.get((cls, r.pipeline), 0) + 1
+    return out
+
+
 def headlines(report: Report) -> list[Headline]:
     """The headline of every class (sorted, ``__all__`` last)."""
     pipelines = [p.name for p in report.pipelines] or sorted({r.pipeline for r in report.summary})
@@ -382,6 +400,7 @@ def headlines(report: Report) -> list[Headline]:
         by_class.setdefault(r.doc_class, {})[(r.metric, r.label, r.pipeline)] = r
     keys = headline_keys(report.summary, report.pipelines)
     wk = waterfall_k(report)
+    empty = empty_outputs(report) if any(r.metric == "extraction.cer" for r in report.summary) else {}
     docs_per_class = dict(report.corpus.documents)
     q_per_class: dict[str, set[str]] = {}
     for m in measurement_rows(report, item_kind="question", detail=False):
@@ -395,6 +414,8 @@ def headlines(report: Report) -> list[Headline]:
             if not any(found.values()):
                 continue
             cells = [_cell(found[p]) for p in pipelines]
+            if stage == "extraction":
+                cells = [replace(c, empty=empty.get((cls, p), 0)) for p, c in zip(pipelines, cells)]
             values = [p for p, c in zip(pipelines, cells) if c.value is not None]
             best = significant_best(report.paired_tests, values, metric, label, cls) if len(values) >= 2 else None
             if best is not None:
