@@ -40,7 +40,7 @@ from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParseWarning, Report, StageDetail,
                                        StoreRef, SummaryRow, ToolInfo)
-from ingestaudit.report.tables import headline_keys
+from ingestaudit.report.tables import all_headline_keys
 from ingestaudit.stages.retrieve_step import with_index_steps
 from ingestaudit.steps import with_step
 from ingestaudit.truth import Truth
@@ -695,7 +695,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     if len(names) >= 2:
         from ingestaudit.report.verdict import build_verdict
 
-        keys = list(headline_keys(summary, infos).values())
+        keys = all_headline_keys(summary, infos)
         rows = list(_store_rows(path, metrics={m for m, _ in keys}, states=("ok",), detail=False))
         tests = paired_tests(rows, names, seed=config.run.seed, n_resamples=config.report.bootstrap_resamples,
                              confidence=config.report.confidence, keys=keys)

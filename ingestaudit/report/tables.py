@@ -19,7 +19,7 @@ STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate",
 """Stages in chain order (unknown stages follow, by name)."""
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "extraction": ("extraction.cer_norm", "extraction.cer"),
+    "extraction": ("extraction.cer_norm", "extraction.cer", "extraction.checks_pass"),
     "normalization": ("normalization.replacement_chars",),
     "tables": ("tables.teds",),
     "layout": ("layout.heading_f1",),
@@ -33,8 +33,10 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "chunking": ("chunking.boundary_splits", "chunking.evidence_held"),
     "index": ("index.recall@10",),
 }
-"""Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
-K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
+"""Each stage's key metric for the headline, in order of preference (the first with a value, `choose_keys`; the
+headline chooses per class, so a class labelled with olmOCR-style ``checks`` only, no reference text, shows
+``extraction.checks_pass``); ``retrieval`` takes ``recall@K`` at its largest K, ``index`` falls back to
+``recall@K`` at its largest K, and any stage to its first metric by name."""
 
 KEY_LABELS = {"chunking.boundary_splits": "sentence", "entities.f1": "strict/micro", "relations.f1": "strict/micro"}
 """The label a key metric is read under when it has several (otherwise ``""``, then the first by name): chunking's
@@ -110,8 +112,10 @@ def choose_keys(available: Iterable[tuple[str, str]],
                 valued: set[tuple[str, str]] | None = None) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among the ``(metric, label)`` pairs present (see `KEY_METRICS`);
     label ``""`` is preferred, else the first label by name; with ``valued`` (the pairs that have a value
-    somewhere), a label with a value comes before one without (PII's ``pii.f1`` has valueless ``""`` rows for
-    unlabelled documents and its values under ``exact``...). Ordered by `STAGE_ORDER`."""
+    somewhere), a preferred metric with a value comes before one without (a class with ``checks`` only has
+    valueless ``extraction.cer_norm`` rows and ``extraction.checks_pass`` values), and a label with a value before one
+    without (PII's ``pii.f1`` has valueless ``""`` rows for unlabelled documents and its values under ``exact``...).
+    Ordered by `STAGE_ORDER`."""
     by_metric: dict[str, set[str]] = {}
     for metric, label in available:
         by_metric.setdefault(metric, set()).add(label)
@@ -119,7 +123,11 @@ def choose_keys(available: Iterable[tuple[str, str]],
     out: dict[str, tuple[str, str]] = {}
     for stage in stages:
         names = sorted(m for m in by_metric if m.split(".", 1)[0] == stage)
-        choice = next((m for m in KEY_METRICS.get(stage, ()) if m in by_metric), None)
+        candidates = [m for m in KEY_METRICS.get(stage, ()) if m in by_metric]
+        if valued is not None:
+            has_value = {m for m, _ in valued}
+            candidates.sort(key=lambda m: m not in has_value)  # stable: the preference order within each group
+        choice = next(iter(candidates), None)
         if choice is None and stage in ("retrieval", "index"):
             recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
             choice = max(recall, key=_at_k) if recall else None
@@ -154,18 +162,33 @@ def budget_key(metrics: Iterable[str]) -> str | None:
     return next((m for b, m in found if b == 2000), found[0][1] if found else None)
 
 
-def headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = ()) -> dict[str, tuple[str, str]]:
+def headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = (),
+                  doc_class: str | None = None) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among a report's summary rows (the loss waterfall's outcome rows left
-    out): the headline's rows, and the rows the bake-off's paired tests and verdict run on
-    (`ingestaudit.report.paired`, `ingestaudit.report.verdict`). When ``pipelines`` (`PipelineInfo`) differ in
-    chunking (`chunking_differs`), retrieval's key is the budget recall (`budget_key`, `BUDGET_HEADLINE`)."""
-    rows = [r for r in summary if not r.metric.startswith("retrieval.outcome@")]
+    out; only ``doc_class``'s rows when given: the headline of that class). When ``pipelines`` (`PipelineInfo`)
+    differ in chunking (`chunking_differs`), retrieval's key is the budget recall (`budget_key`,
+    `BUDGET_HEADLINE`). The paired tests and the verdict run on every class's keys (`all_headline_keys`)."""
+    rows = [r for r in summary if not r.metric.startswith("retrieval.outcome@")
+            and (doc_class is None or r.doc_class == doc_class)]
     valued = {(r.metric, r.label) for r in rows if headline_value(r) is not None}
     keys = choose_keys([(r.metric, r.label) for r in rows], valued=valued)
     budget = budget_key(m for m, _ in valued)
     if "retrieval" in keys and budget is not None and chunking_differs(pipelines):
         keys["retrieval"] = (budget, "")
     return keys
+
+
+def all_headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = ()) -> list[tuple[str, str]]:
+    """Every class's headline keys (`headline_keys` per class, ``__all__`` first, then the classes sorted), each once:
+    the rows the bake-off's paired tests and verdict run on (`ingestaudit.report.paired`,
+    `ingestaudit.report.verdict`), so a class whose key differs from ``__all__``'s (``extraction.checks_pass`` of
+    a class with checks only) is tested on its own key."""
+    rows, infos = list(summary), list(pipelines)
+    classes = sorted({r.doc_class for r in rows}, key=lambda c: (c != ALL_CLASSES, c))
+    out: dict[tuple[str, str], None] = {}
+    for cls in classes:
+        out.update(dict.fromkeys(headline_keys(rows, infos, cls).values()))
+    return list(out)
 
 
 # --- headline -------------------------------------------------------------------------------------------------------
@@ -398,7 +421,6 @@ def headlines(report: Report) -> list[Headline]:
     by_class: dict[str, dict[tuple[str, str, str], SummaryRow]] = {}
     for r in report.summary:
         by_class.setdefault(r.doc_class, {})[(r.metric, r.label, r.pipeline)] = r
-    keys = headline_keys(report.summary, report.pipelines)
     wk = waterfall_k(report)
     empty = empty_outputs(report) if any(r.metric == "extraction.cer" for r in report.summary) else {}
     docs_per_class = dict(report.corpus.documents)
@@ -409,7 +431,7 @@ def headlines(report: Report) -> list[Headline]:
     out = []
     for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
         rows = []
-        for stage, (metric, label) in keys.items():
+        for stage, (metric, label) in headline_keys(report.summary, report.pipelines, cls).items():
             found = {p: by_class[cls].get((metric, label, p)) for p in pipelines}
             if not any(found.values()):
                 continue
