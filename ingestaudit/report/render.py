@@ -393,14 +393,26 @@ RUN_CONVENTIONS = {"min_span_coverage": "a chunk holds an evidence span when it 
 """What each run setting of `ingestaudit.report.schema.RUN_SETTINGS_BY_STAGE` means, printed with its value."""
 
 
+AUDITOR_CONVENTIONS = {("tables", "missing_table"): "a reference table the pipeline did not extract counts TEDS 0 "
+                                                    "(zero) or is left out of the document's mean (skip)"}
+"""Auditor options that change a stage's numbers and are printed with their value in the conventions line (read from
+``report.config["auditors"][stage][option]``), with what they mean."""
+
+
 def run_conventions(report: Report) -> list[str]:
     """One line per run setting that changes the numbers of a stage this report measured (the settings of
-    `RUN_SETTINGS_BY_STAGE`: ``min_span_coverage`` for chunking and retrieval), with its value and meaning."""
+    `RUN_SETTINGS_BY_STAGE`: ``min_span_coverage`` for chunking and retrieval; the auditor options of
+    `AUDITOR_CONVENTIONS`: ``missing_table`` for tables), with its value and meaning."""
     from ingestaudit.report.schema import RUN_SETTINGS_BY_STAGE
 
     run = report.config.get("run") if isinstance(report.config.get("run"), dict) else {}
     stages = set(distinct(report, "stage"))
+    auditors = report.config.get("auditors") if isinstance(report.config.get("auditors"), dict) else {}
     out = []
+    for (stage, key), meaning in AUDITOR_CONVENTIONS.items():
+        opts = auditors.get(stage)
+        if stage in stages and isinstance(opts, dict) and opts.get(key) is not None:  # older reports: absent
+            out.append(f"convention ({stage}): {key} = {opts[key]}: {meaning}")
     for key in sorted({k for st, keys in RUN_SETTINGS_BY_STAGE.items() if st in stages for k in keys}):
         if run.get(key) is None:  # a report written before the setting existed
             continue
