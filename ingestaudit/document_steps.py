@@ -18,7 +18,8 @@ from typing import Any
 
 from ingestaudit.auditors.base import CHAIN, CLEAN, Auditor, ItemArtefacts, Scope, artefact_item
 from ingestaudit.auditors.registry import load_auditor
-from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, clean_step, run_chain
+from ingestaudit.chain import (DEFAULT_HEADING_THRESHOLD, DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef,
+                               clean_step, run_chain)
 from ingestaudit.document import Document
 from ingestaudit.executors.base import TaskTimeout, raised_message
 from ingestaudit.measurement import Measurement, Score, State
@@ -45,6 +46,7 @@ class Task:
     min_span_coverage: float = DEFAULT_MIN_SPAN_COVERAGE
     cache_dir: str | None = None
     context: tuple[tuple[str, tuple[str, ...]], ...] = ()  # corpus-level stage -> its corpus-wide context
+    heading_threshold: float = DEFAULT_HEADING_THRESHOLD  # section items vs headings: the layout audit's threshold
 
 
 @dataclass
@@ -425,7 +427,7 @@ def _run_task(task: Task) -> TaskResult:
                     chunker=stage_impl("chunker", task.pipeline.stage("chunker")),
                     embedder=stage_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
                     evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks,
-                    cleaning=cleaning)
+                    cleaning=cleaning, heading_threshold=task.heading_threshold)
         except BaseException as exc:  # a cleaner, chunker or embedder failing on one document
             if propagates(exc):
                 raise

@@ -124,6 +124,16 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
                                           else any(auditors[s].applies(t) for t in truths))]
 
 
+def section_threshold(auditor_options: dict[str, dict[str, Any]]) -> float:
+    """The similarity at which a section evidence item matches a heading: the layout audit's ``threshold``
+    (``[auditor_options.layout] threshold``, validated with the layout auditor's other options; default
+    `ingestaudit.metrics.layout.DEFAULT_THRESHOLD`), so both audits match headings alike."""
+    from ingestaudit.auditors.layout import LayoutAuditor
+
+    return LayoutAuditor(**{k: v for k, v in (auditor_options.get("layout") or {}).items()
+                            if k == "threshold"}).threshold
+
+
 def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] | None = None
                ) -> dict[str, dict[str, Any]]:
     """Give the run's seed to every auditor of ``stages`` (default: every stage) that takes a ``seed`` option and
@@ -576,10 +586,11 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     context = tuple((s, contexts.get(s, ())) for s, _ in stage_args if s in contexts)
     evidence = evidence_by_doc(questions)
     specs = {p.name: parser_spec(p, config.parser_options, config.limits) for p in pipelines}
+    heading_threshold = section_threshold(config.auditor_options)
     unsendable_pipes = {}
     for p in pipelines:  # what every task of a pipeline shares: pickled once (the truths were, as they spilled)
         probe = Task(Document("", "", Path(".")), "", Truth(), p, specs[p.name], stage_args, (),
-                     config.run.min_span_coverage, config.run.cache_dir, context)
+                     config.run.min_span_coverage, config.run.cache_dir, context, heading_threshold)
         why = _pickle_problem(probe)
         if why:
             unsendable_pipes[p.name] = why
@@ -587,7 +598,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     def build(doc: Document, pipe: Pipeline, truth: bool) -> Task:
         return Task(doc, doc_classes[doc.doc_id], truths[doc.doc_id] if truth else Truth(), pipe, specs[pipe.name],
                     stage_args, tuple(evidence.get(doc.doc_id, ())) if truth else (), config.run.min_span_coverage,
-                    config.run.cache_dir, context)
+                    config.run.cache_dir, context, heading_threshold)
 
     tasks = _Tasks(corpus, pipelines, build)
     n_pipes = len(pipelines)

@@ -14,7 +14,9 @@ Every convention that changes a number is a named entry of `CONVENTIONS`, printe
 (``config.auditors.retrieval``) and in docs/metrics.md.
 
 Waterfall (DESIGN.md, "The loss waterfall"): each evidence item of an answerable question gets the first stage that
-lost it, at every k: ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text, or the
+lost it, at every k: ``label_unmatched`` (a section item whose label matches no heading of the parsed text nor
+any line of the reference text, with the layout audit's matcher and threshold, `ingestaudit.chain.trace_evidence`:
+the label is at fault, not the parser), ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text, or the
 pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single chunk holds
 it, including a document whose chunk set is empty), ``excluded_by_enrichment`` (every holding chunk fails the filter,
 and one would pass it with its document's labelled metadata in place of what the pipeline's ``metadata`` step
@@ -34,7 +36,7 @@ from ingestaudit.auditors.base import CHAIN, Auditor, PipelineContext, PipelineR
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 
-OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment", "excluded_by_filter",
+OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment", "excluded_by_filter",
             "missed_by_ranking", "missed_by_ann", "retrieved")
 """Waterfall outcomes, in chain order."""
 
@@ -445,6 +447,8 @@ class _Run:
         ev = q.relevant[i]
         d = self.docs.get(ev.doc)
         trace = d.evidence.get((q.id, i)) if d is not None else None
+        if trace is not None and trace.label_unmatched:  # no heading of the reference text matches the label either
+            return "label_unmatched"
         if trace is None or trace.parsed < thr:  # no output for the document at all, or the text lost in parsing
             return "lost_in_parsing"
         if trace.cleaned < thr:
