@@ -49,6 +49,11 @@ CONVENTIONS: dict[str, str] = {
                      "holds it); a chunk holds a span when it covers at least min_span_coverage of its characters, "
                      "a section when its section path ends with that heading or it contains the heading itself "
                      "(it starts under an earlier heading and runs into the section)",
+    "section_matching": "a section item's label matches a heading when their similarity (1 - Levenshtein / longer "
+                        "length, NFC + casefold + white space collapsed) reaches the layout audit's threshold "
+                        "([auditor_options.layout] threshold, default 0.8), as the layout audit matches headings; a "
+                        "label that no parsed heading and no line of the reference text matches is label_unmatched "
+                        "in the waterfall, not lost_in_parsing",
     "multi_item_chunk": "a chunk holding several evidence items credits every item no earlier chunk held, at its "
                         "rank, in recall@k, ap and ndcg@k alike (trec_eval with each evidence item a relevant "
                         "document); nDCG discounts the j-th item found at rank max(r, j), never above its place in "
