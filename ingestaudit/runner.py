@@ -424,6 +424,12 @@ def _question_embedder(pipe: Pipeline, cache_dir: str | None) -> Callable[[list[
             return stage_impl("embedder", pipe.stage("embedder"), cache_dir).embed(texts)
     embed.dimension = lambda: stage_impl("embedder", pipe.stage("embedder"), cache_dir).dimension()  # no model load
     embed.stats = lambda: dict(getattr(stage_impl("embedder", pipe.stage("embedder"), cache_dir), "stats", dict)())
+
+    def computes(texts: list[str]) -> list[int]:  # per text, 1 when embed(texts) computes its vector (not cached)
+        impl = stage_impl("embedder", pipe.stage("embedder"), cache_dir)
+        would = getattr(impl, "would_compute", None)
+        return list(would(texts)) if would is not None else [1] * len(texts)
+    embed.computes = computes
     return embed
 
 

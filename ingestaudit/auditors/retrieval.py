@@ -276,6 +276,13 @@ class _Run:
         for qi, q in enumerate(qs):
             ann_rank, exact_rank, score = ranks[qi]
             cls = self.ctx.question_classes[q.id]
+            served = got.scores[qi] if qi < len(got.scores) and got.scores[qi] is not None else None
+            first_score: dict[int, float | None] | None = None
+            if served is not None and not isinstance(ann_rank, str):  # each chunk's score at its first rank
+                first_score = {}
+                for row, sc in zip(ann_rank, served):
+                    first_score.setdefault(row, sc)
+            calls = got.embedding_calls[qi] if qi < len(got.embedding_calls) else 0
             if isinstance(ann_rank, str):
                 self._all_missing(out, q.id, cls, State.ERROR, ann_rank,
                                   detail={"failure_listed": True} if ann_rank in out.failures else None)
@@ -294,7 +301,8 @@ class _Run:
             if not q.answerable:
                 self._note_confidence(top1, unscored, q.id, confidence)
                 self._all_missing(out, q.id, cls, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
-                                  detail={"top1_score": score})
+                                  detail={"top1_score": score}, rr_detail=self._listing(
+                                      q, [set()] * len(ann_rank), ann_rank[:self.depth], score, first_score, calls))
                 continue
             failed = [(ev.doc, self.docs[ev.doc]) for ev in q.relevant
                       if ev.doc in self.docs and self.docs[ev.doc].state in (State.ERROR, State.SKIPPED)]
@@ -310,7 +318,8 @@ class _Run:
                 unscored["failed"] += 1
                 continue
             self._note_confidence(top1, unscored, q.id, confidence)
-            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score)
+            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score,
+                           first_score, calls)
         out.timings["query_latency_ms"] = _latency_summary(latencies)
         if "source" not in got.timings and len(latencies) == len(qs):  # this run timed every question, in order
             # (a user's retrieval.jsonl lists its latencies in file order, a failed query has none: not per question)
@@ -360,25 +369,39 @@ class _Run:
             return []
         return [self.table.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.table.row_of]
 
-    def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None) -> dict[str, Any]:
+    def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None,
+                 scores: dict[int, float | None] | None = None, calls: int = 0) -> dict[str, Any]:
         """What ``questions/<pipeline>.jsonl`` shows of one question (the detail of its ``retrieval.rr`` row): its
-        text and the top (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start`` and
-        ``end`` the smallest reference interval holding the chunk's reference characters (None without one),
-        ``score`` the retriever's for rank 1 (the retrieve step keeps no other), ``holds`` the evidence items the
-        chunk holds."""
-        results = []
-        for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
+        text, ``embedding_calls`` (query embeddings computed for it: 0 when cached or not needed) and the top
+        (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start`` and ``end`` the
+        smallest reference interval holding the chunk's reference characters (None without one), ``score`` the
+        retriever's for that result (``scores``: chunk row -> its score at its first rank; without them the top-1
+        score at rank 1 only), ``holds`` the evidence items the chunk holds; and ``relevant``: every chunk of the
+        pipeline that holds an evidence item ``{item, doc, chunk, start, end}`` (returned or not: the qrels of
+        ``runs/``, `ingestaudit.report.questions`)."""
+        def where(j: int) -> tuple[str, int, tuple[int, int] | None]:
             doc_id, c = self.table.rows[j]
             refs = self.docs[doc_id].ref_intervals
-            span = refs[c] if c < len(refs) else None
+            return doc_id, c, refs[c] if c < len(refs) else None
+
+        relevant = []  # every chunk of this pipeline that holds an evidence item (the qrels' relevant chunks)
+        for i in range(len(q.relevant)):
+            for j in self._holding_rows(q, i):
+                doc_id, c, span = where(j)
+                relevant.append({"item": i, "doc": doc_id, "chunk": c, "start": span[0] if span else None,
+                                 "end": span[1] if span else None})
+        results = []
+        for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
+            doc_id, c, span = where(j)
             results.append({"rank": rank, "doc": doc_id, "chunk": c, "start": span[0] if span else None,
-                            "end": span[1] if span else None, "score": top1 if rank == 1 else None,
+                            "end": span[1] if span else None,
+                            "score": scores.get(j) if scores is not None else top1 if rank == 1 else None,
                             "holds": sorted(held), "hit": bool(held)})
-        return {"question": q.question, "results": results}
+        return {"question": q.question, "results": results, "relevant": relevant, "embedding_calls": int(calls)}
 
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
-                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]], top1: float | None = None
-                  ) -> None:
+                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]], top1: float | None = None,
+                  scores: dict[int, float | None] | None = None, calls: int = 0) -> None:
         from ingestaudit.metrics.context import RankedChunk, budget_recall, context_scores
         from ingestaudit.metrics.ranking import ranking_metrics
 
@@ -400,7 +423,8 @@ class _Run:
                 num, den = terms[base]
                 score = Score.ratio(metric, r.value, 1, detail={num: r.numerator, den: r.denominator})
             elif key == "rr":  # the question's results, for questions/<pipeline>.jsonl (ingestaudit.report.questions)
-                score = Score.ratio(metric, r.numerator, r.denominator, detail=self._listing(q, ranked, ann_rank, top1))
+                score = Score.ratio(metric, r.numerator, r.denominator, detail=self._listing(q, ranked, ann_rank, top1,
+                                                                                        scores, calls))
             else:
                 score = Score.ratio(metric, r.numerator, r.denominator)
             out.item_scores.append((q.id, "question", cls, score))
@@ -508,7 +532,9 @@ class _Run:
                 names[2], State.NO_REFERENCE, "nothing returned")))
 
     def _all_missing(self, out: PipelineResult, qid: str, cls: str, state: State, reason: str,
-                     detail: dict[str, Any] | None = None) -> None:
+                     detail: dict[str, Any] | None = None, rr_detail: dict[str, Any] | None = None) -> None:
+        """Every row of question ``qid`` in ``state`` with ``reason`` (and ``detail``); ``rr_detail`` is added to the
+        ``retrieval.rr`` row's (an out-of-scope question's results, for ``questions/<pipeline>.jsonl``)."""
         for spec in self.a.metrics:
             if spec.name == "retrieval.abstention_auroc":
                 continue
@@ -516,8 +542,9 @@ class _Run:
             if state is State.NO_REFERENCE and spec.name.startswith("retrieval.outcome@"):
                 continue  # an out-of-scope question has no evidence item to place in the waterfall
             for label in labels:
+                extra = {**(detail or {}), **rr_detail} if rr_detail and spec.name == "retrieval.rr" else detail
                 out.item_scores.append((qid, "question", cls,
-                                        Score.missing(spec.name, state, reason, label=label, detail=detail)))
+                                        Score.missing(spec.name, state, reason, label=label, detail=extra)))
 
     # ------------------------------------------------------------------------------------------- pipeline level
 
