@@ -119,4 +119,5 @@ def test_report_html_has_a_question_view_misses_first(sweep):
     assert rows[0].startswith("<td><code>demo-14</code>") and rows[0].count("MISS") == 2
     demo01 = next(r for r in rows if r.startswith("<td><code>demo-01</code>"))
     assert "HIT @3" in demo01 and "HIT @4" in demo01  # size=300 holds it at rank 3, size=1200 at rank 4
-    assert html.index('id="verdict"') < html.index('id="headline"')
+    assert html.index('id="verdict"') < html.index("<nav>") < html.index('id="headline"')  # the page opens with it
+    assert '<a href="#questions">Questions</a>' in html

@@ -503,15 +503,16 @@ small,.muted{color:#666}.state-error{color:#b42318}.state-ok{color:#1a7f37}.stat
 img.plot{max-width:100%;background:#fff;border:1px solid #e1e4e8;margin:.3em 0}
 details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em;overflow:auto;font-size:.85em}
 .cards{display:flex;flex-wrap:wrap;gap:1em}.card{flex:1 1 520px}
+section.lead{margin:0;padding:.6em 2em;background:#fff8e1;border-bottom:1px solid #e1d5a6}section.lead h2{border:0;margin:.2em 0}p.verdict{font-weight:600;margin:.2em 0}
 </style></head><body>
 <header><h1>ingestaudit report</h1>
 {% for line in header %}<p>{{ line }}</p>{% endfor %}
 <p>ingestaudit {{ tool_version }} · report schema {{ schema_version }}</p></header>
-<nav><a href="#headline">Headline</a>{% if sweeps %}<a href="#sweeps">Sweeps</a>{% endif %}{% if trends %}<a href="#trends">Trends</a>{% endif %}<a href="#paired">Paired tests</a><a href="#rows">Every row</a><a href="#failures">Failures ({{ n_failures }})</a><a href="#settings">Settings</a><a href="#items">Items</a></nav>
-<main>
-{% if verdict %}<section id="verdict"><h2>Verdict</h2>
+{% if verdict %}<section id="verdict" class="lead"><h2>Verdict</h2>
 {% for line in verdict %}<p class="verdict">{{ line }}</p>{% endfor %}
 <p class="muted">{{ verdict_legend }}</p></section>{% endif %}
+<nav>{% if verdict %}<a href="#verdict">Verdict</a>{% endif %}<a href="#headline">Headline</a>{% if sweeps %}<a href="#sweeps">Sweeps</a>{% endif %}{% if trends %}<a href="#trends">Trends</a>{% endif %}<a href="#paired">Paired tests</a><a href="#rows">Every row</a><a href="#failures">Failures ({{ n_failures }})</a><a href="#settings">Settings</a>{% if questions %}<a href="#questions">Questions</a>{% endif %}<a href="#items">Items</a></nav>
+<main>
 <section id="headline"><h2>Headline per class</h2>
 <p class="muted">{{ headline_legend }}</p>
 {% for c in conventions %}<p class="muted convention">{{ c }}</p>{% endfor %}
