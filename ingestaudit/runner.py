@@ -149,7 +149,8 @@ def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] 
 
 def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> None:
     """A file type that no parser of the run reads is an error of that document (an unsupported file), not a skip:
-    its rows turn from ``skipped`` to ``error`` and a failure names the file type. A type that only some parsers
+    its rows turn from ``skipped`` to ``error`` and a failure names the file type; so do the questions whose
+    evidence is on it (its chunk artefact's state), listed once among the failures and in no verdict. A type that only some parsers
     read stays ``skipped`` for the others (PyMuPDF on a PNG). A routed pipeline that cannot read the document is
     already an error (`Unrouted`) and counts as not reading it."""
     by_doc: dict[str, list[int]] = {}
@@ -166,6 +167,8 @@ def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> Non
                                 for r in res.measurements]
             res.failures = [*res.failures, ("parse", msg)]
             res.parse_state, res.parse_reason = State.ERROR, msg
+            if res.chunks is not None:  # its questions are errors too (issue 25), never skipped
+                res.chunks.state, res.chunks.reason = State.ERROR, msg
 
 
 def _with_state(rec: tuple, state: State, reason: str) -> tuple:
