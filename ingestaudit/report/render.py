@@ -776,10 +776,15 @@ def _drill_choice(report: Report) -> tuple[list[str], int]:
 
 
 def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
+    from ingestaudit.report.tables import waterfall_k
+
     pipelines = [p.name for p in report.pipelines]
     chosen, n_items = _drill_choice(report)
     items: dict[str, dict[str, Any]] = {}
+    wk = waterfall_k(report)
     for m in measurement_rows(report, items=set(chosen)):
+        if wk is not None and m.metric.startswith("retrieval.outcome@") and m.metric != f"retrieval.outcome@{wk}":
+            continue  # the waterfall's outcomes at its own cutoff only (9 rows per k): the others are in the store
         it = items.setdefault(m.item, {"item": m.item, "kind": m.item_kind, "doc_class": m.doc_class, "cells": {},
                                        "states": {}})
         name = m.metric + (f"[{m.label}]" if m.label else "")
@@ -799,9 +804,10 @@ def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
         out.append({"item": it["item"], "kind": it["kind"], "doc_class": it["doc_class"], "summary": summary,
                     "pipelines": pipelines, "rows": rows})
     shown = len(out)
+    only = f"; a question's waterfall outcomes at k = {wk} only" if wk is not None else ""
     caption = (f"{n_items} items; each opens to its rows per pipeline (failing items first, at most "
-               f"{DRILL_PER_CLASS} per class)" + (f"; {shown} are shown, {n_items - shown} more in measurements.parquet"
-                                                  if n_items > shown else ""))
+               f"{DRILL_PER_CLASS} per class{only})" + (f"; {shown} are shown, {n_items - shown} more in "
+                                                       "measurements.parquet" if n_items > shown else ""))
     return out, caption
 
 
