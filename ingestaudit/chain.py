@@ -24,8 +24,9 @@ from ingestaudit.metrics.layout import DEFAULT_THRESHOLD as DEFAULT_HEADING_THRE
 from ingestaudit.metrics.layout import heading_matches
 from ingestaudit.model import Chunk, ParsedDocument
 
-__all__ = ["DEFAULT_HEADING_THRESHOLD", "DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt", "Cleaning", "DocChunks",
-           "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain", "section_in_reference", "trace_evidence"]
+__all__ = ["DEFAULT_HEADING_THRESHOLD", "DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt",
+           "Cleaning", "DocChunks", "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain",
+           "section_in_reference", "trace_evidence"]
 
 
 @dataclass(frozen=True)

@@ -150,9 +150,9 @@ def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] 
 def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> None:
     """A file type that no parser of the run reads is an error of that document (an unsupported file), not a skip:
     its rows turn from ``skipped`` to ``error`` and a failure names the file type; so do the questions whose
-    evidence is on it (its chunk artefact's state), listed once among the failures and in no verdict. A type that only some parsers
-    read stays ``skipped`` for the others (PyMuPDF on a PNG). A routed pipeline that cannot read the document is
-    already an error (`Unrouted`) and counts as not reading it."""
+    evidence is on it (its chunk artefact's state), listed once among the failures and in no verdict. A type that
+    only some parsers read stays ``skipped`` for the others (PyMuPDF on a PNG). A routed pipeline that cannot read
+    the document is already an error (`Unrouted`) and counts as not reading it."""
     by_doc: dict[str, list[int]] = {}
     for i, t in enumerate(tasks):
         by_doc.setdefault(t.document.doc_id, []).append(i)

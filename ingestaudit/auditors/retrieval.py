@@ -14,16 +14,17 @@ Every convention that changes a number is a named entry of `CONVENTIONS`, printe
 (``config.auditors.retrieval``) and in docs/metrics.md.
 
 Waterfall (DESIGN.md, "The loss waterfall"): each evidence item of an answerable question gets the first stage that
-lost it, at every k: ``label_unmatched`` (a section item whose label matches no heading of the parsed text nor
-any line of the reference text, with the layout audit's matcher and threshold, `ingestaudit.chain.trace_evidence`:
-the label is at fault, not the parser), ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text, or the
-pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single chunk holds
-it, including a document whose chunk set is empty), ``excluded_by_enrichment`` (every holding chunk fails the filter,
-and one would pass it with its document's labelled metadata in place of what the pipeline's ``metadata`` step
-extracted: the enrichment lost it), ``excluded_by_filter`` (every holding chunk fails the filter as labelled),
-``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact does, the approximate
-index does not), ``retrieved``. An item a retriever returned within k is ``retrieved`` even when its chunk fails the
-filter (a filter violation, counted by ``retrieval.filter_violation``), so the ``retrieved`` share is micro recall@k.
+lost it, at every k: ``label_unmatched`` (a section item whose label matches no heading of the parsed text nor any
+line of the reference text, with the layout audit's matcher and threshold, `ingestaudit.chain.trace_evidence`: the
+label is at fault, not the parser), ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed
+text, or the pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single
+chunk holds it, including a document whose chunk set is empty), ``excluded_by_enrichment`` (every holding chunk
+fails the filter, and one would pass it with its document's labelled metadata in place of what the pipeline's
+``metadata`` step extracted: the enrichment lost it), ``excluded_by_filter`` (every holding chunk fails the filter
+as labelled), ``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact does,
+the approximate index does not), ``retrieved``. An item a retriever returned within k is ``retrieved`` even when its
+chunk fails the filter (a filter violation, counted by ``retrieval.filter_violation``), so the ``retrieved`` share
+is micro recall@k.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from ingestaudit.auditors.base import CHAIN, Auditor, PipelineContext, PipelineR
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 
-OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment", "excluded_by_filter",
+OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment",
+            "excluded_by_filter",
             "missed_by_ranking", "missed_by_ann", "retrieved")
 """Waterfall outcomes, in chain order."""
 

@@ -45,7 +45,8 @@ the share of evidence spans one chunk holds, is 1 for nearly every chunker of a 
 pipelines apart; it stays in every row and is the key only when boundary_splits is absent); the entity and relation
 audits' key is the strict scheme's micro average over types."""
 
-WATERFALL_OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment",
+WATERFALL_OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking",
+                      "excluded_by_enrichment",
                       "excluded_by_filter", "missed_by_ranking", "missed_by_ann", "retrieved")
 
 
