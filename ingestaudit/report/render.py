@@ -413,6 +413,13 @@ def run_conventions(report: Report) -> list[str]:
         opts = auditors.get(stage)
         if stage in stages and isinstance(opts, dict) and opts.get(key) is not None:  # older reports: absent
             out.append(f"convention ({stage}): {key} = {opts[key]}: {meaning}")
+    if "retrieval" in stages and isinstance(report.config.get("auditor_options"), dict):  # absent: older reports
+        from ingestaudit.metrics.layout import DEFAULT_THRESHOLD
+
+        layout = report.config["auditor_options"].get("layout") or {}
+        out.append(f"convention (retrieval): section evidence matches a heading at similarity >= "
+                   f"{layout.get('threshold', DEFAULT_THRESHOLD)} ([auditor_options.layout] threshold, the layout "
+                   "audit's heading matching); a label no reference line matches is label_unmatched")
     for key in sorted({k for st, keys in RUN_SETTINGS_BY_STAGE.items() if st in stages for k in keys}):
         if run.get(key) is None:  # a report written before the setting existed
             continue

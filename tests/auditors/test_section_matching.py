@@ -67,3 +67,22 @@ def test_waterfall_outcome_label_unmatched_comes_before_lost_in_parsing():
     got = {item: s.label for item, _, _, s in result.item_scores
            if s.metric == "retrieval.outcome@10" and s.state is State.OK and s.value == 1.0}
     assert got == {"q1": "label_unmatched", "q2": "lost_in_parsing"}
+
+
+def test_the_section_threshold_is_printed_in_the_conventions():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "report"))
+    from _reportkit import Row, build
+
+    from ingestaudit.report.render import run_conventions
+    from ingestaudit.runner import section_threshold
+
+    report = build([Row("q1", "c", "A", "retrieval.recall@10", 1.0, 1, 1, kind="question")])
+    report.config["auditor_options"] = {"layout": {"threshold": 0.9}}
+    assert ("convention (retrieval): section evidence matches a heading at similarity >= 0.9 ([auditor_options.layout] "
+            "threshold, the layout audit's heading matching); a label no reference line matches is label_unmatched"
+            ) in run_conventions(report)
+    assert section_threshold({"layout": {"threshold": 0.9, "paragraphs": "line"}}) == 0.9
+    assert section_threshold({}) == DEFAULT_THRESHOLD == 0.8
