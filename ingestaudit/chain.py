@@ -27,11 +27,13 @@ import numpy as np
 from ingestaudit.errors import ChunkingError
 from ingestaudit.measurement import State
 from ingestaudit.metrics.chunking import DEFAULT_MIN_SPAN_COVERAGE, evidence_coverage
+from ingestaudit.metrics.layout import DEFAULT_THRESHOLD as DEFAULT_HEADING_THRESHOLD
+from ingestaudit.metrics.layout import heading_matches
 from ingestaudit.model import Chunk, ParsedDocument
-from ingestaudit.questions import section_key
 
-__all__ = ["DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt", "Cleaning", "DocChunks",
-           "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain", "trace_evidence"]
+__all__ = ["DEFAULT_HEADING_THRESHOLD", "DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt",
+           "Cleaning", "DocChunks", "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain",
+           "section_in_reference", "trace_evidence"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class EvidenceTrace:
         offsets: per chunk index of ``covered``, where each covered interval starts in the chunk (characters from
             the chunk's located start in the cleaned text; a context budget that cuts the chunk keeps what lies
             before the cut: `ingestaudit.metrics.context.budget_recall`).
+        label_unmatched: a section item whose label matches no heading of the parsed text nor any line of the
+            reference text (`section_in_reference`): the label, not the parser, is at fault (waterfall outcome
+            ``label_unmatched``).
     """
 
     parsed: float
@@ -69,6 +74,7 @@ class EvidenceTrace:
     best_chunk_coverage: float = 0.0
     covered: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     offsets: dict[int, list[int]] = field(default_factory=dict)
+    label_unmatched: bool = False
 
 
 @dataclass
@@ -139,19 +145,29 @@ def _run_offsets(runs: list[tuple[int, int]], to_ref: Any, located: tuple[int, i
     return out
 
 
+def section_in_reference(label: str, reference: str, threshold: float = DEFAULT_HEADING_THRESHOLD) -> bool:
+    """Whether a section label matches a heading of the reference text: a line of it (Markdown ``#`` marks and
+    white space stripped) that `ingestaudit.metrics.layout.heading_matches` the label at ``threshold``."""
+    return any(heading_matches(label, line.strip().lstrip("#").strip(), threshold)
+               for line in reference.splitlines() if line.strip())
+
+
 def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref: Any | None,
                    chunk_positions: list[np.ndarray], chunk_sections: list[tuple[str, ...]],
                    chunk_pages: list[int | None], parsed_layout: Any, cleaned_text: str, parsed: ParsedDocument,
                    min_span_coverage: float, chunk_intervals: list[tuple[int, int] | None] | None = None,
-                   cleaned_layout: Any | None = None) -> EvidenceTrace:
+                   cleaned_layout: Any | None = None, reference: str | None = None,
+                   heading_threshold: float = DEFAULT_HEADING_THRESHOLD) -> EvidenceTrace:
     """Where one evidence item survives. Span items are measured in reference code points through the composed
     offset maps, a chunk's share of the span by `ingestaudit.metrics.chunking.evidence_coverage` (the one definition
-    of "a chunk holds a span"); a section item survives parsing when the parser emitted that heading (exact text
-    after white-space collapse and case folding), a page item when the parsed document has that page, a document
-    item when the parsed text is not empty; such items survive cleaning when the cleaned text is not empty.
+    of "a chunk holds a span"); a section item survives parsing when the parser emitted a heading that matches its
+    label (`ingestaudit.metrics.layout.heading_matches` at ``heading_threshold``: the layout audit's matching and
+    threshold), a page item when the parsed document has that page, a document item when the parsed text is not
+    empty; such items survive cleaning when the cleaned text is not empty. A section item no parsed heading matches
+    is ``label_unmatched`` when no line of the ``reference`` text matches it either (`section_in_reference`).
 
-    A chunk holds a section item when its section path ends with that heading (it starts inside the section) or its
-    located interval (``chunk_intervals``, cleaned coordinates) contains the start of that heading in
+    A chunk holds a section item when its section path ends with a matching heading (it starts inside the section)
+    or its located interval (``chunk_intervals``, cleaned coordinates) contains the start of a matching heading in
     ``cleaned_layout`` (it starts under an earlier heading and runs into the section: one chunk for a whole short
     document holds each of its sections)."""
     if ev.kind == "span":
@@ -172,14 +188,20 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
                                                 (chunk_intervals or [None] * len(chunk_positions))[i])
         return trace
     if ev.kind == "section":
-        want = section_key(ev.section or "")
-        found = any(section_key(h.text) == want for h in parsed_layout.headings)
+        label = ev.section or ""
+
+        def want(text: str) -> bool:
+            return heading_matches(label, text, heading_threshold)
+
+        found = any(want(h.text) for h in parsed_layout.headings)
         alive = 1.0 if found else 0.0
         trace = EvidenceTrace(alive, alive if cleaned_text.strip() else 0.0)
-        starts = [h.start for h in getattr(cleaned_layout, "headings", ()) if section_key(h.text) == want]
+        trace.label_unmatched = not found and reference is not None and not section_in_reference(
+            label, reference, heading_threshold)
+        starts = [h.start for h in getattr(cleaned_layout, "headings", ()) if want(h.text)]
         intervals = chunk_intervals or [None] * len(chunk_sections)
         trace.holding = [i for i, (path, iv) in enumerate(zip(chunk_sections, intervals))
-                         if (path and section_key(path[-1]) == want)  # starts inside the section
+                         if (path and want(path[-1]))  # starts inside the section
                          or (iv is not None and any(iv[0] <= st < iv[1] for st in starts))]  # runs into it
     elif ev.kind == "page":
         alive = 1.0 if ev.page is not None and ev.page <= max(len(parsed.pages), 1) else 0.0
@@ -351,7 +373,8 @@ def _clean(cleaning: Cleaning, parsed: ParsedDocument) -> tuple[str, Any]:
 def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference: str | None,
               metadata: dict[str, Any] | None, cleaner: Any, chunker: Any, embedder: Any | None,
               evidence: tuple[EvidenceRef, ...], min_span_coverage: float,
-              embed_chunks: bool = True, cleaning: Cleaning | None = None) -> ChainOutput:
+              embed_chunks: bool = True, cleaning: Cleaning | None = None,
+              heading_threshold: float = DEFAULT_HEADING_THRESHOLD) -> ChainOutput:
     """Clean, chunk and embed one parsed document, and trace its evidence items.
 
     Args:
@@ -366,6 +389,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
             the chunker may still use ``embedder``; for a run whose only vector consumer reads a user's vectors.
         cleaning: the clean step's artefact of this document (`clean_step` with ``cleaner``), when it already ran;
             None runs it here.
+        heading_threshold: similarity at which a section item's label matches a heading (`trace_evidence`; the
+            layout audit's ``threshold``).
 
     Raises:
         whatever the cleaner, chunker or embedder raise (the runner turns it into ``error`` rows for this document
@@ -421,7 +446,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
         doc.evidence[ev.key] = trace_evidence(
             ev, parsed_to_ref=parsed_to_ref, cleaned_to_ref=to_ref, chunk_positions=positions,
             chunk_sections=sections, chunk_pages=pages, parsed_layout=parsed_layout, cleaned_text=cleaned,
-            parsed=parsed, min_span_coverage=min_span_coverage, chunk_intervals=located, cleaned_layout=layout)
+            parsed=parsed, min_span_coverage=min_span_coverage, chunk_intervals=located, cleaned_layout=layout,
+            reference=reference, heading_threshold=heading_threshold)
     return ChainOutput(cleaned, clean_map, to_ref, layout, chunks, located,
                        bool(getattr(chunker, "normalises_whitespace", False)), tokens,
                        embedder.max_seq_length() if embedder is not None else None, doc, min_span_coverage,

@@ -109,9 +109,14 @@ class RunConfig(_Strict):
                                                "4096; 0: no limit")
 
 
-    @field_validator("context_budgets")
+    @field_validator("context_budgets", mode="before")
     @classmethod
-    def _budgets(cls, v: list[Any]) -> list[int]:
+    def _budgets(cls, v: Any) -> list[int]:
+        """Whole numbers >= 1 in a non-empty list; anything else (a bare number, 0, negative, NaN, text) is an error
+        naming ``[run] context_budgets``."""
+        if not isinstance(v, list):
+            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
+                             f"got {v!r}")
         bad = [b for b in v if isinstance(b, bool) or not isinstance(b, int) or b < 1]
         if bad or not v:
             raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "

@@ -18,7 +18,8 @@ from typing import Any
 
 from ingestaudit.auditors.base import CHAIN, CLEAN, Auditor, ItemArtefacts, Scope, artefact_item
 from ingestaudit.auditors.registry import load_auditor
-from ingestaudit.chain import DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef, clean_step, run_chain
+from ingestaudit.chain import (DEFAULT_HEADING_THRESHOLD, DEFAULT_MIN_SPAN_COVERAGE, DocChunks, EvidenceRef,
+                               clean_step, run_chain)
 from ingestaudit.document import Document
 from ingestaudit.executors.base import TaskTimeout, raised_message
 from ingestaudit.measurement import Measurement, Score, State
@@ -45,6 +46,7 @@ class Task:
     min_span_coverage: float = DEFAULT_MIN_SPAN_COVERAGE
     cache_dir: str | None = None
     context: tuple[tuple[str, tuple[str, ...]], ...] = ()  # corpus-level stage -> its corpus-wide context
+    heading_threshold: float = DEFAULT_HEADING_THRESHOLD  # section items vs headings: the layout audit's threshold
 
 
 @dataclass
@@ -425,7 +427,7 @@ def _run_task(task: Task) -> TaskResult:
                     chunker=stage_impl("chunker", task.pipeline.stage("chunker")),
                     embedder=stage_impl("embedder", task.pipeline.stage("embedder"), task.cache_dir),
                     evidence=task.evidence, min_span_coverage=task.min_span_coverage, embed_chunks=embed_chunks,
-                    cleaning=cleaning)
+                    cleaning=cleaning, heading_threshold=task.heading_threshold)
         except BaseException as exc:  # a cleaner, chunker or embedder failing on one document
             if propagates(exc):
                 raise
@@ -470,7 +472,29 @@ def _run_task(task: Task) -> TaskResult:
     if note:  # a cleaner that could not handle the document: said first, before the parser's (capped) warnings
         warnings = [note, *(warnings if isinstance(warnings, (list, tuple)) else [warnings] if warnings else [])]
     kept, count = kept_warnings(warnings)
+    empty = empty_output_failure(task, parsed, kept) if any(a.stage == "extraction" for a in applicable) else ""
+    if empty:
+        failures.append(("extraction", empty))
     return TaskResult(rows, failures, chunks=doc_chunks, warnings=kept, warning_count=count, artefacts=artefacts)
+
+
+EMPTY_OUTPUT = "empty_output"
+"""The first word of the failure of a parse that returned no text where the reference has some
+(`empty_output_failure`); the headline's extraction cell counts these documents (`ingestaudit.report.tables`)."""
+
+
+def empty_output_failure(task: Task, parsed: ParsedDocument, warnings: tuple[str, ...] = ()) -> str:
+    """The failure message of a parse whose text is empty after stripping white space while the document's reference
+    text is not (its extraction rows score all deletions, CER 1, `ingestaudit.metrics.edit`): ``"empty_output: ..."``
+    naming the parser, the document's file, the reference length in code points and the parser's first warning
+    (``warnings``, `kept_warnings`), else that it raised none; ``""`` for any other parse (no reference text, an
+    empty reference, some output)."""
+    ref = (task.truth.text or "").strip()
+    if not ref or (parsed.text or "").strip():
+        return ""
+    said = f"parser warning: {warnings[0]}" if warnings else "the parser raised no warning"
+    return (f"{EMPTY_OUTPUT}: {parsed.parser or task.parser.name} returned no text for {task.document.path.name} "
+            f"(the reference has {len(ref)} characters); {said}")
 
 
 def skipped(task: Task, msg: str, every_stage: bool) -> TaskResult:

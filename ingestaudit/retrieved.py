@@ -111,6 +111,11 @@ class Retrieved:
             ``tokens_embedded``).
         questions_embedded: question texts embedded for this ranking.
         higher_is_closer: False when the top-1 score is an L2 distance (lower is closer).
+        scores: per question (question order; empty: not recorded), the served results' scores in served order
+            (None for a result without one, a user's line may omit it), or None for a question without results.
+        embedding_calls: per question (question order; empty: not recorded), the query embeddings computed for it
+            in this ranking: 1 when its vector was computed, 0 when it came from the cache, repeated an earlier
+            question's text, or no embedding was needed (a lexical retriever, a user's results).
     """
 
     table: ChunkTable
@@ -121,3 +126,5 @@ class Retrieved:
     embedding: dict[str, int] = field(default_factory=dict)
     questions_embedded: int = 0
     higher_is_closer: bool = True
+    scores: list[list[float | None] | None] = field(default_factory=list)
+    embedding_calls: list[int] = field(default_factory=list)

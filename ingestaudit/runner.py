@@ -40,7 +40,7 @@ from ingestaudit.report.aggregate import Summarizer, corpus_summary_row
 from ingestaudit.report.paired import paired_tests
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, ParseWarning, Report, StageDetail,
                                        StoreRef, SummaryRow, ToolInfo)
-from ingestaudit.report.tables import headline_keys
+from ingestaudit.report.tables import all_headline_keys
 from ingestaudit.stages.retrieve_step import with_index_steps
 from ingestaudit.steps import with_step
 from ingestaudit.truth import Truth
@@ -124,6 +124,16 @@ def select_stages(requested: list[str], truths: list[Truth], options: dict[str, 
                                           else any(auditors[s].applies(t) for t in truths))]
 
 
+def section_threshold(auditor_options: dict[str, dict[str, Any]]) -> float:
+    """The similarity at which a section evidence item matches a heading: the layout audit's ``threshold``
+    (``[auditor_options.layout] threshold``, validated with the layout auditor's other options; default
+    `ingestaudit.metrics.layout.DEFAULT_THRESHOLD`), so both audits match headings alike."""
+    from ingestaudit.auditors.layout import LayoutAuditor
+
+    return LayoutAuditor(**{k: v for k, v in (auditor_options.get("layout") or {}).items()
+                            if k == "threshold"}).threshold
+
+
 def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] | None = None
                ) -> dict[str, dict[str, Any]]:
     """Give the run's seed to every auditor of ``stages`` (default: every stage) that takes a ``seed`` option and
@@ -139,9 +149,10 @@ def _with_seed(options: dict[str, dict[str, Any]], seed: int, stages: list[str] 
 
 def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> None:
     """A file type that no parser of the run reads is an error of that document (an unsupported file), not a skip:
-    its rows turn from ``skipped`` to ``error`` and a failure names the file type. A type that only some parsers
-    read stays ``skipped`` for the others (PyMuPDF on a PNG). A routed pipeline that cannot read the document is
-    already an error (`Unrouted`) and counts as not reading it."""
+    its rows turn from ``skipped`` to ``error`` and a failure names the file type; so do the questions whose
+    evidence is on it (its chunk artefact's state), listed once among the failures and in no verdict. A type that
+    only some parsers read stays ``skipped`` for the others (PyMuPDF on a PNG). A routed pipeline that cannot read
+    the document is already an error (`Unrouted`) and counts as not reading it."""
     by_doc: dict[str, list[int]] = {}
     for i, t in enumerate(tasks):
         by_doc.setdefault(t.document.doc_id, []).append(i)
@@ -156,6 +167,8 @@ def _unsupported_everywhere(tasks: list[Task], results: list[TaskResult]) -> Non
                                 for r in res.measurements]
             res.failures = [*res.failures, ("parse", msg)]
             res.parse_state, res.parse_reason = State.ERROR, msg
+            if res.chunks is not None:  # its questions are errors too (issue 25), never skipped
+                res.chunks.state, res.chunks.reason = State.ERROR, msg
 
 
 def _with_state(rec: tuple, state: State, reason: str) -> tuple:
@@ -414,6 +427,12 @@ def _question_embedder(pipe: Pipeline, cache_dir: str | None) -> Callable[[list[
             return stage_impl("embedder", pipe.stage("embedder"), cache_dir).embed(texts)
     embed.dimension = lambda: stage_impl("embedder", pipe.stage("embedder"), cache_dir).dimension()  # no model load
     embed.stats = lambda: dict(getattr(stage_impl("embedder", pipe.stage("embedder"), cache_dir), "stats", dict)())
+
+    def computes(texts: list[str]) -> list[int]:  # per text, 1 when embed(texts) computes its vector (not cached)
+        impl = stage_impl("embedder", pipe.stage("embedder"), cache_dir)
+        would = getattr(impl, "would_compute", None)
+        return list(would(texts)) if would is not None else [1] * len(texts)
+    embed.computes = computes
     return embed
 
 
@@ -576,10 +595,11 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     context = tuple((s, contexts.get(s, ())) for s, _ in stage_args if s in contexts)
     evidence = evidence_by_doc(questions)
     specs = {p.name: parser_spec(p, config.parser_options, config.limits) for p in pipelines}
+    heading_threshold = section_threshold(config.auditor_options)
     unsendable_pipes = {}
     for p in pipelines:  # what every task of a pipeline shares: pickled once (the truths were, as they spilled)
         probe = Task(Document("", "", Path(".")), "", Truth(), p, specs[p.name], stage_args, (),
-                     config.run.min_span_coverage, config.run.cache_dir, context)
+                     config.run.min_span_coverage, config.run.cache_dir, context, heading_threshold)
         why = _pickle_problem(probe)
         if why:
             unsendable_pipes[p.name] = why
@@ -587,7 +607,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     def build(doc: Document, pipe: Pipeline, truth: bool) -> Task:
         return Task(doc, doc_classes[doc.doc_id], truths[doc.doc_id] if truth else Truth(), pipe, specs[pipe.name],
                     stage_args, tuple(evidence.get(doc.doc_id, ())) if truth else (), config.run.min_span_coverage,
-                    config.run.cache_dir, context)
+                    config.run.cache_dir, context, heading_threshold)
 
     tasks = _Tasks(corpus, pipelines, build)
     n_pipes = len(pipelines)
@@ -700,7 +720,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     if len(names) >= 2:
         from ingestaudit.report.verdict import build_verdict
 
-        keys = list(headline_keys(summary, infos).values())
+        keys = all_headline_keys(summary, infos)
         rows = list(_store_rows(path, metrics={m for m, _ in keys}, states=("ok",), detail=False))
         tests = paired_tests(rows, names, seed=config.run.seed, n_resamples=config.report.bootstrap_resamples,
                              confidence=config.report.confidence, keys=keys)

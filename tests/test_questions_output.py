@@ -77,7 +77,9 @@ def test_trec_runs_read_back_and_the_verdict_covers_every_item(sweep):
     report = json.loads((out / "report.json").read_text())
     (files,) = [d["data"] for d in report["details"] if d["name"] == "question_files"]
     assert files == {f"reference/size={n}": {"questions": f"questions/reference_size={n}.jsonl",
-                                              "run": f"runs/reference_size={n}.trec"} for n in (300, 1200)}
+                                              "run": f"runs/reference_size={n}.trec",
+                                              "qrels": f"runs/reference_size={n}.qrels"} for n in (300, 1200)}
+    assert all((out / f).is_file() for v in files.values() for f in v.values())
     assert report["verdict"] and all(v["n_shared"] == v["n_items"] for v in report["verdict"])
     assert result.output.lstrip("\n").startswith("no decision [born_digital]: reference/size=300 vs reference/size=1200 "
                                     "(retrieval.span_recall@2000ch")
@@ -123,7 +125,8 @@ def test_report_html_has_a_question_view_misses_first(sweep):
     assert rows[0].startswith("<td><code>demo-14</code>") and rows[0].count("MISS") == 2
     demo01 = next(r for r in rows if r.startswith("<td><code>demo-01</code>"))
     assert "HIT @3" in demo01 and "HIT @4" in demo01  # size=300 holds it at rank 3, size=1200 at rank 4
-    assert html.index('id="verdict"') < html.index('id="headline"')
+    assert html.index('id="verdict"') < html.index("<nav>") < html.index('id="headline"')  # the page opens with it
+    assert '<a href="#questions">Questions</a>' in html
 
 
 def test_file_stems_are_readable_unique_and_never_dots():

@@ -98,7 +98,8 @@ def test_each_evidence_item_lands_in_its_own_outcome(corpus, tmp_path):
               if s["metric"] == "retrieval.outcome@5" and s["doc_class"] == "__all__"}
     assert shares == {o: pytest.approx(1 / 6) for o in ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking",
                                                          "excluded_by_filter", "missed_by_ranking", "retrieved")} | {
-        "missed_by_ann": 0.0, "excluded_by_enrichment": 0.0}  # issue 28 added the enrichment outcome
+        "missed_by_ann": 0.0, "excluded_by_enrichment": 0.0,  # issue 28 added the enrichment outcome
+        "label_unmatched": 0.0}  # issue 25: a section label no reference heading matches
     # the shares' intervals: a bootstrap over the 6 questions, around each share
     for s in report["summary"]:
         if s["metric"] == "retrieval.outcome@5" and s["doc_class"] == "__all__" and s["micro"]:

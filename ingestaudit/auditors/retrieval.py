@@ -14,14 +14,17 @@ Every convention that changes a number is a named entry of `CONVENTIONS`, printe
 (``config.auditors.retrieval``) and in docs/metrics.md.
 
 Waterfall (DESIGN.md, "The loss waterfall"): each evidence item of an answerable question gets the first stage that
-lost it, at every k: ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed text, or the
-pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single chunk holds
-it, including a document whose chunk set is empty), ``excluded_by_enrichment`` (every holding chunk fails the filter,
-and one would pass it with its document's labelled metadata in place of what the pipeline's ``metadata`` step
-extracted: the enrichment lost it), ``excluded_by_filter`` (every holding chunk fails the filter as labelled),
-``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact does, the approximate
-index does not), ``retrieved``. An item a retriever returned within k is ``retrieved`` even when its chunk fails the
-filter (a filter violation, counted by ``retrieval.filter_violation``), so the ``retrieved`` share is micro recall@k.
+lost it, at every k: ``label_unmatched`` (a section item whose label matches no heading of the parsed text nor any
+line of the reference text, with the layout audit's matcher and threshold, `ingestaudit.chain.trace_evidence`: the
+label is at fault, not the parser), ``lost_in_parsing`` (under ``min_span_coverage`` of it survives in the parsed
+text, or the pipeline produced no output for its document), ``lost_in_cleaning``, ``split_by_chunking`` (no single
+chunk holds it, including a document whose chunk set is empty), ``excluded_by_enrichment`` (every holding chunk
+fails the filter, and one would pass it with its document's labelled metadata in place of what the pipeline's
+``metadata`` step extracted: the enrichment lost it), ``excluded_by_filter`` (every holding chunk fails the filter
+as labelled), ``missed_by_ranking`` (exact search ranks no holding chunk within k), ``missed_by_ann`` (exact does,
+the approximate index does not), ``retrieved``. An item a retriever returned within k is ``retrieved`` even when its
+chunk fails the filter (a filter violation, counted by ``retrieval.filter_violation``), so the ``retrieved`` share
+is micro recall@k.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from ingestaudit.auditors.base import CHAIN, Auditor, PipelineContext, PipelineR
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 
-OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment", "excluded_by_filter",
+OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment",
+            "excluded_by_filter",
             "missed_by_ranking", "missed_by_ann", "retrieved")
 """Waterfall outcomes, in chain order."""
 
@@ -47,6 +51,11 @@ CONVENTIONS: dict[str, str] = {
                      "holds it); a chunk holds a span when it covers at least min_span_coverage of its characters, "
                      "a section when its section path ends with that heading or it contains the heading itself "
                      "(it starts under an earlier heading and runs into the section)",
+    "section_matching": "a section item's label matches a heading when their similarity (1 - Levenshtein / longer "
+                        "length, NFC + casefold + white space collapsed) reaches the layout audit's threshold "
+                        "([auditor_options.layout] threshold, default 0.8), as the layout audit matches headings; a "
+                        "label that no parsed heading and no line of the reference text matches is label_unmatched "
+                        "in the waterfall, not lost_in_parsing",
     "multi_item_chunk": "a chunk holding several evidence items credits every item no earlier chunk held, at its "
                         "rank, in recall@k, ap and ndcg@k alike (trec_eval with each evidence item a relevant "
                         "document); nDCG discounts the j-th item found at rank max(r, j), never above its place in "
@@ -269,6 +278,13 @@ class _Run:
         for qi, q in enumerate(qs):
             ann_rank, exact_rank, score = ranks[qi]
             cls = self.ctx.question_classes[q.id]
+            served = got.scores[qi] if qi < len(got.scores) and got.scores[qi] is not None else None
+            first_score: dict[int, float | None] | None = None
+            if served is not None and not isinstance(ann_rank, str):  # each chunk's score at its first rank
+                first_score = {}
+                for row, sc in zip(ann_rank, served):
+                    first_score.setdefault(row, sc)
+            calls = got.embedding_calls[qi] if qi < len(got.embedding_calls) else 0
             if isinstance(ann_rank, str):
                 self._all_missing(out, q.id, cls, State.ERROR, ann_rank,
                                   detail={"failure_listed": True} if ann_rank in out.failures else None)
@@ -287,7 +303,8 @@ class _Run:
             if not q.answerable:
                 self._note_confidence(top1, unscored, q.id, confidence)
                 self._all_missing(out, q.id, cls, State.NO_REFERENCE, "out-of-scope question (answerable: false)",
-                                  detail={"top1_score": score})
+                                  detail={"top1_score": score}, rr_detail=self._listing(
+                                      q, [set()] * len(ann_rank), ann_rank[:self.depth], score, first_score, calls))
                 continue
             failed = [(ev.doc, self.docs[ev.doc]) for ev in q.relevant
                       if ev.doc in self.docs and self.docs[ev.doc].state in (State.ERROR, State.SKIPPED)]
@@ -303,7 +320,8 @@ class _Run:
                 unscored["failed"] += 1
                 continue
             self._note_confidence(top1, unscored, q.id, confidence)
-            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score)
+            self._question(out, q, cls, ann_rank[:self.depth], exact_rank[:kmax], allowed[qi], waterfall, score,
+                           first_score, calls)
         out.timings["query_latency_ms"] = _latency_summary(latencies)
         if "source" not in got.timings and len(latencies) == len(qs):  # this run timed every question, in order
             # (a user's retrieval.jsonl lists its latencies in file order, a failed query has none: not per question)
@@ -353,25 +371,39 @@ class _Run:
             return []
         return [self.table.row_of[(ev.doc, c)] for c in trace.holding if (ev.doc, c) in self.table.row_of]
 
-    def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None) -> dict[str, Any]:
+    def _listing(self, q: Any, ranked: list[set[int]], ann_rank: list[int], top1: float | None,
+                 scores: dict[int, float | None] | None = None, calls: int = 0) -> dict[str, Any]:
         """What ``questions/<pipeline>.jsonl`` shows of one question (the detail of its ``retrieval.rr`` row): its
-        text and the top (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start`` and
-        ``end`` the smallest reference interval holding the chunk's reference characters (None without one),
-        ``score`` the retriever's for rank 1 (the retrieve step keeps no other), ``holds`` the evidence items the
-        chunk holds."""
-        results = []
-        for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
+        text, ``embedding_calls`` (query embeddings computed for it: 0 when cached or not needed) and the top
+        (largest k) results ``{rank, doc, chunk, start, end, score, holds, hit}``, ``start`` and ``end`` the
+        smallest reference interval holding the chunk's reference characters (None without one), ``score`` the
+        retriever's for that result (``scores``: chunk row -> its score at its first rank; without them the top-1
+        score at rank 1 only), ``holds`` the evidence items the chunk holds; and ``relevant``: every chunk of the
+        pipeline that holds an evidence item ``{item, doc, chunk, start, end}`` (returned or not: the qrels of
+        ``runs/``, `ingestaudit.report.questions`)."""
+        def where(j: int) -> tuple[str, int, tuple[int, int] | None]:
             doc_id, c = self.table.rows[j]
             refs = self.docs[doc_id].ref_intervals
-            span = refs[c] if c < len(refs) else None
+            return doc_id, c, refs[c] if c < len(refs) else None
+
+        relevant = []  # every chunk of this pipeline that holds an evidence item (the qrels' relevant chunks)
+        for i in range(len(q.relevant)):
+            for j in self._holding_rows(q, i):
+                doc_id, c, span = where(j)
+                relevant.append({"item": i, "doc": doc_id, "chunk": c, "start": span[0] if span else None,
+                                 "end": span[1] if span else None})
+        results = []
+        for rank, (j, held) in enumerate(zip(ann_rank[:max(self.ks)], ranked), 1):
+            doc_id, c, span = where(j)
             results.append({"rank": rank, "doc": doc_id, "chunk": c, "start": span[0] if span else None,
-                            "end": span[1] if span else None, "score": top1 if rank == 1 else None,
+                            "end": span[1] if span else None,
+                            "score": scores.get(j) if scores is not None else top1 if rank == 1 else None,
                             "holds": sorted(held), "hit": bool(held)})
-        return {"question": q.question, "results": results}
+        return {"question": q.question, "results": results, "relevant": relevant, "embedding_calls": int(calls)}
 
     def _question(self, out: PipelineResult, q: Any, cls: str, ann_rank: list[int], exact_rank: list[int],
-                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]], top1: float | None = None
-                  ) -> None:
+                  allowed: np.ndarray | None, waterfall: dict[str, dict[str, int]], top1: float | None = None,
+                  scores: dict[int, float | None] | None = None, calls: int = 0) -> None:
         from ingestaudit.metrics.context import RankedChunk, budget_recall, context_scores
         from ingestaudit.metrics.ranking import ranking_metrics
 
@@ -393,7 +425,8 @@ class _Run:
                 num, den = terms[base]
                 score = Score.ratio(metric, r.value, 1, detail={num: r.numerator, den: r.denominator})
             elif key == "rr":  # the question's results, for questions/<pipeline>.jsonl (ingestaudit.report.questions)
-                score = Score.ratio(metric, r.numerator, r.denominator, detail=self._listing(q, ranked, ann_rank, top1))
+                score = Score.ratio(metric, r.numerator, r.denominator, detail=self._listing(q, ranked, ann_rank, top1,
+                                                                                        scores, calls))
             else:
                 score = Score.ratio(metric, r.numerator, r.denominator)
             out.item_scores.append((q.id, "question", cls, score))
@@ -445,6 +478,8 @@ class _Run:
         ev = q.relevant[i]
         d = self.docs.get(ev.doc)
         trace = d.evidence.get((q.id, i)) if d is not None else None
+        if trace is not None and trace.label_unmatched:  # no heading of the reference text matches the label either
+            return "label_unmatched"
         if trace is None or trace.parsed < thr:  # no output for the document at all, or the text lost in parsing
             return "lost_in_parsing"
         if trace.cleaned < thr:
@@ -499,7 +534,9 @@ class _Run:
                 names[2], State.NO_REFERENCE, "nothing returned")))
 
     def _all_missing(self, out: PipelineResult, qid: str, cls: str, state: State, reason: str,
-                     detail: dict[str, Any] | None = None) -> None:
+                     detail: dict[str, Any] | None = None, rr_detail: dict[str, Any] | None = None) -> None:
+        """Every row of question ``qid`` in ``state`` with ``reason`` (and ``detail``); ``rr_detail`` is added to the
+        ``retrieval.rr`` row's (an out-of-scope question's results, for ``questions/<pipeline>.jsonl``)."""
         for spec in self.a.metrics:
             if spec.name == "retrieval.abstention_auroc":
                 continue
@@ -507,8 +544,9 @@ class _Run:
             if state is State.NO_REFERENCE and spec.name.startswith("retrieval.outcome@"):
                 continue  # an out-of-scope question has no evidence item to place in the waterfall
             for label in labels:
+                extra = {**(detail or {}), **rr_detail} if rr_detail and spec.name == "retrieval.rr" else detail
                 out.item_scores.append((qid, "question", cls,
-                                        Score.missing(spec.name, state, reason, label=label, detail=detail)))
+                                        Score.missing(spec.name, state, reason, label=label, detail=extra)))
 
     # ------------------------------------------------------------------------------------------- pipeline level
 

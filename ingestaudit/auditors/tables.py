@@ -33,8 +33,15 @@ non-blank reference table):
    dropped); precision is ``no_prediction`` (TP / 0).
 3. It gave none and declares ``False`` (unstructured's ``fast`` PDF strategy and text partitioner, PyMuPDF with
    ``tables = false``, a precomputed JSON without a ``tables`` key) or declares nothing (Tesseract, the reference
-   parser, precomputed text files): every row is ``no_prediction`` with the reason: the parser does not produce
-   tables here, which is not a score of 0.
+   parser, precomputed text files): under ``missing_table = "zero"`` (the default) scored as 2, every reference
+   table a 0 (the detail names why the parser produced none), so a pipeline that extracts no table loses a table
+   comparison instead of showing no value; under ``"skip"`` every row is ``no_prediction`` with the reason.
+
+Convention ``missing_table`` (option of this auditor, printed in the report's conventions line; `MISSING_TABLE`):
+``"zero"`` counts a reference table the pipeline did not extract (unmatched) as TEDS 0 in the document value, as
+above; ``"skip"`` leaves it out: TEDS_doc = (sum over matched r of TEDS(r, pair(r))) / |matched|, its ``table/<k>``
+rows ``no_prediction``, a document with no matched table ``no_prediction``. Detection (precision, recall, F1) is
+the same under both.
 
 A reference table the metric cannot use (unparseable, no ``<table>``, a span attribute that is not an integer:
 ``error``; over the node budget: ``skipped``), matched or not, and a pair it cannot score (the same problems on the
@@ -78,10 +85,12 @@ METRICS = (
     MetricSpec("tables.teds", "TEDS = 1 - EditDist(T_ref, T_pred) / max(n_ref, n_pred) on the PubTabNet table tree "
                "(Zhong et al. 2020, eq. 3; PubTabNet src/metric.py); reference and predicted tables paired by "
                "Hungarian assignment on TEDS; label '' per document = sum of pair TEDS / reference tables "
-               "(an unmatched reference table counts 0), label 'table/<k>' per reference table k",
+               "(an unmatched reference table counts 0; left out under missing_table = skip), label 'table/<k>' per "
+               "reference table k",
                higher_is_better=True, unit="tables"),
     MetricSpec("tables.teds_s", "TEDS-S: TEDS with cell content ignored (structure only: tags, colspan, rowspan), "
-               "on the pairs chosen by TEDS; label '' per document = sum / reference tables (unmatched = 0), "
+               "on the pairs chosen by TEDS; label '' per document = sum / reference tables (unmatched = 0, or left "
+               "out under missing_table = skip), "
                "label 'table/<k>' per reference table k", higher_is_better=True, unit="tables"),
     MetricSpec("tables.precision", "detected / predicted tables; a detected table is a paired one with TEDS >= the "
                "detection threshold (default 0.5); per document", higher_is_better=True, ci="wilson",
@@ -92,6 +101,10 @@ METRICS = (
                "TEDS threshold (default 0.5); per document", higher_is_better=True, unit="tables"),
 )
 register(*METRICS)
+
+
+MISSING_TABLE = ("zero", "skip")
+"""Values of the ``missing_table`` convention (module docstring); the first is the default."""
 
 
 def reference_tables(truth: Truth) -> list[str]:
@@ -119,6 +132,8 @@ class TablesAuditor(Auditor):
             `DEFAULT_MAX_TABLES`): the pairing compares every reference table with every predicted one (|R| x |P|
             TEDS and a matrix of that size), so a document over it has its tables rows ``skipped`` with the limit
             and the counts named (no ``table/<k>`` rows when the reference side is over).
+        missing_table: ``"zero"`` (default) or ``"skip"``: how a reference table the pipeline did not extract
+            counts (module docstring, `MISSING_TABLE`).
 
     Raises:
         ValueError: an option of the wrong type or out of range (the message names the option).
@@ -130,7 +145,12 @@ class TablesAuditor(Auditor):
     def __init__(self, detection_threshold: float = DETECTION_TEDS_THRESHOLD, th_as_td: bool = False,
                  strip_inline_tags: bool = False, unicode: str | None = None, collapse_whitespace: bool = False,
                  wrap_bare_rows: bool = False, max_nodes: int = TedsBudget.max_nodes,
-                 time_s: float | None = TedsBudget.time_s, max_tables: int | None = None):
+                 time_s: float | None = TedsBudget.time_s, max_tables: int | None = None,
+                 missing_table: str = MISSING_TABLE[0]):
+        if missing_table not in MISSING_TABLE:
+            raise ValueError(f"[auditor_options.tables] missing_table must be one of "
+                             f"{', '.join(repr(v) for v in MISSING_TABLE)}, not {missing_table!r}")
+        self.missing_table = missing_table
         if isinstance(detection_threshold, bool) or not isinstance(detection_threshold, (int, float)) \
                 or not 0.0 <= detection_threshold <= 1.0:
             raise ValueError(f"[auditor_options.tables] detection_threshold must be a number in [0, 1], not "
@@ -170,8 +190,12 @@ class TablesAuditor(Auditor):
             "budget": {"max_nodes": self.budget.max_nodes, "time_s": self.budget.time_s,
                        "max_tables": self.max_tables},
             "pairing": "Hungarian assignment maximising summed TEDS (scipy linear_sum_assignment)",
-            "document_value": "sum of pair values / reference tables; an unmatched reference table counts 0",
-            "no_tables_found": (f"0 when the parser declares settings[{TABLE_EXTRACTION!r}] = true, else "
+            "missing_table": self.missing_table,
+            "document_value": ("sum of pair values / reference tables; an unmatched reference table counts 0"
+                               if self.missing_table == "zero" else
+                               "sum of pair values / matched reference tables; an unmatched one is left out"),
+            "no_tables_found": ("0" if self.missing_table == "zero" else
+                                f"0 when the parser declares settings[{TABLE_EXTRACTION!r}] = true, else "
                                 "no_prediction"),
         }
 
@@ -205,7 +229,13 @@ class TablesAuditor(Auditor):
                           f"(settings[{TABLE_EXTRACTION!r}])")
             if settings.get(TABLE_EXTRACTION_NOTE):
                 reason += f" ({settings[TABLE_EXTRACTION_NOTE]})"
-            return self._all_missing(refs, State.NO_PREDICTION, reason)
+            if self.missing_table == "skip":
+                return self._all_missing(refs, State.NO_PREDICTION, reason + "; missing_table = skip")
+            try:
+                problems = self._reference_problems(refs)
+            except Exception as exc:  # noqa: BLE001 - a metric bug must become error rows, never escape
+                return self._all_missing(refs, State.ERROR, f"TEDS failed: {type(exc).__name__}: {exc}")
+            return self._scored(refs, None, problems, blank, not_extracted=reason)
         try:
             problems = self._reference_problems(refs)
             match = None
@@ -232,9 +262,11 @@ class TablesAuditor(Auditor):
         return rows
 
     def _scored(self, refs: list[str], match: TableMatch | None, problems: dict[int, tuple[State, str]],
-                blank: int) -> list[Score]:
-        """Rows from the pairing (``match`` None: the parser looked and found no table, every reference table
-        unmatched). A reference table in ``problems`` gives its state to its rows and to the document rows."""
+                blank: int, not_extracted: str = "") -> list[Score]:
+        """Rows from the pairing (``match`` None: the parser found no table, every reference table unmatched;
+        ``not_extracted``: why, when it did not look). A reference table in ``problems`` gives its state to its rows
+        and to the document rows; an unmatched one counts 0 or is left out (`missing_table`)."""
+        skip = self.missing_table == "skip"
         n_true = len(refs)
         n_pred = match.n_pred if match is not None else 0
         pairs = match.pairs if match is not None else ()
@@ -245,14 +277,17 @@ class TablesAuditor(Auditor):
                                   "unmatched_predicted": list(match.unmatched_pred) if match is not None else [],
                                   "deviations": self.teds_options.describe()}
         if match is None:
-            common["note"] = "the parser looked for tables and found none: every reference table counts 0"
+            common["note"] = (f"{not_extracted}: every reference table counts 0 (missing_table = zero)"
+                              if not_extracted else
+                              "the parser looked for tables and found none: every reference table counts 0")
+        common["missing_table"] = self.missing_table
         if blank:
             common["blank_predicted_strings"] = blank
         rows: list[Score] = []
         per_table: list[Score] = []
         bad_states: dict[str, set[State]] = {}
         for metric in _DOC:
-            total = 0.0
+            total, counted = 0.0, 0
             bad: list[str] = []
             for k in range(n_true):
                 label = f"{LABEL_PREFIX}{k}"
@@ -260,7 +295,12 @@ class TablesAuditor(Auditor):
                 if k in problems:
                     state, reason = problems[k]
                     detail: dict[str, Any] = {"matched": pair is not None, "reason": reason}
+                elif pair is None and skip:
+                    per_table.append(Score(metric, None, None, None, State.NO_PREDICTION, label, {
+                        "matched": False, "reason": "not extracted: left out (missing_table = skip)"}))
+                    continue
                 elif pair is None:
+                    counted += 1
                     per_table.append(Score.ratio(metric, 0.0, 1, label=label, detail={"matched": False}))
                     continue
                 else:
@@ -268,6 +308,7 @@ class TablesAuditor(Auditor):
                     detail = _pair_detail(pair.pred_index, res)
                     if res.state == "ok" and res.value is not None:
                         total += res.value
+                        counted += 1
                         per_table.append(Score.ratio(metric, res.value, 1, label=label, detail=detail))
                         continue
                     state = State.SKIPPED if res.state == "skipped" else State.ERROR
@@ -279,8 +320,11 @@ class TablesAuditor(Auditor):
             if bad:
                 state = State.ERROR if State.ERROR in bad_states[metric] else State.SKIPPED
                 rows.append(Score(metric, None, None, None, state, "", {**common, "reason": "; ".join(bad)}))
+            elif counted == 0:  # missing_table = skip and no reference table was extracted
+                rows.append(Score(metric, None, None, None, State.NO_PREDICTION, "", {
+                    **common, "reason": "no reference table was extracted: each is left out (missing_table = skip)"}))
             else:
-                rows.append(Score.ratio(metric, total, n_true, detail=dict(common)))
+                rows.append(Score.ratio(metric, total, counted, detail=dict(common)))
         tp = match.true_positives if match is not None else 0
         det = {"threshold": self.threshold, "detected": tp, "reference_tables": n_true, "predicted_tables": n_pred}
         if "tables.teds" in bad_states:

@@ -80,6 +80,15 @@ class HeadingLabel:
     text: str
 
 
+def heading_matches(label: str, heading: str, threshold: float = DEFAULT_THRESHOLD) -> bool:
+    """Whether a labelled heading text and a found one match: ``similarity(label, heading) >= threshold`` on
+    processed texts, the pair test of `match_texts` (the layout audit's heading matching). Section evidence items are
+    matched to a parser's headings with it (`ingestaudit.chain.trace_evidence`), with the layout audit's
+    ``threshold`` option (``[auditor_options.layout] threshold``, default `DEFAULT_THRESHOLD`): "5.2 Quantitative
+    Results" matches "5.2 Quantitative results:" (similarity 1 - 1/25 = 0.96)."""
+    return similarity(label, heading) >= threshold
+
+
 def parents(levels: Sequence[int | None]) -> list[int | None]:
     """For each heading, the index of its parent (nearest earlier heading with a strictly smaller known level).
 

@@ -67,9 +67,9 @@ def check_bands(history: Any, head: Any, window: int) -> list[BandCheck]:
     from ingestaudit.report.bands import xmr_band
     from ingestaudit.report.history import accepted_series
     from ingestaudit.report.stats import orientation_of
-    from ingestaudit.report.tables import headline_keys, headline_value
+    from ingestaudit.report.tables import all_headline_keys, headline_value
 
-    keys = set(headline_keys(head.summary).values())
+    keys = set(all_headline_keys(head.summary))
     series = accepted_series(history, window, sorted(keys))
     out = []
     for r in head.summary:
@@ -222,10 +222,10 @@ def key_rows(comparison: Any, head: Any) -> list[tuple[str, str, str, str]]:
     (`ingestaudit.report.compare.Comparison`, or None: nothing was gated) actually gated: JUnit's testcases. A row
     of a pipeline only in the head, a not comparable row, a row without pairs and a row missing in the head are no
     testcase (the last is a failed one of the ``gate`` suite)."""
-    from ingestaudit.report.tables import headline_keys
+    from ingestaudit.report.tables import all_headline_keys
 
     if comparison is None:
         return []
-    keys = set(headline_keys(head.summary).values())
+    keys = set(all_headline_keys(head.summary))
     return sorted({(r.pipeline, r.doc_class, r.metric, r.label) for r in comparison.rows
                    if (r.metric, r.label) in keys and r.status not in NOT_GATED})

@@ -23,7 +23,8 @@ RC = {"svg.hashsalt": "ingestaudit", "svg.fonttype": "none", "font.size": 12, "a
 """Fonts sized for reading at the page's width (an SVG scaled to fit a 1280-pixel window keeps them legible)."""
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
 
-OUTCOME_COLOURS = {"lost_in_parsing": "#b2182b", "lost_in_cleaning": "#d6604d", "split_by_chunking": "#f4a582",
+OUTCOME_COLOURS = {"label_unmatched": "#67001f", "lost_in_parsing": "#b2182b", "lost_in_cleaning": "#d6604d",
+                   "split_by_chunking": "#f4a582",
                    "excluded_by_enrichment": "#fee090", "excluded_by_filter": "#fddbc7", "missed_by_ranking": "#92c5de",
                    "missed_by_ann": "#4393c3",
                    "retrieved": "#1a9850"}

@@ -1,22 +1,35 @@
 """Every question's results (issue 25): ``questions/<pipeline>.jsonl`` and ``runs/<pipeline>.trec`` in the report
 folder, and the side-by-side listing of ``ingestaudit questions``.
 
-``questions/<pipeline>.jsonl``: one JSON object per scored question, in the store's order: ``id``, ``question``
-(its text), ``class``, ``pipeline``, ``evidence`` (each item ``{item, doc, kind, outcome}`` at the largest k, the
-waterfall's outcome), ``results`` (the top largest-k results ``{rank, doc, chunk, start, end, score, holds,
-hit}``: ``start``/``end`` the chunk's reference interval, ``holds`` the evidence items it holds, ``hit`` whether it
-holds one, ``score`` the retriever's for rank 1 only) and ``latency_ms`` (from the run's timings; None when the
-question was not searched or the report has no timings). The file name is a readable slug of the pipeline's name
+``questions/<pipeline>.jsonl``: one JSON object per searched question, in the store's order, unanswerable ones
+(no evidence) included: ``id``, ``question`` (its text), ``class``, ``pipeline``, ``answerable``, ``evidence``
+(each item ``{item, doc, kind, outcome}`` at the largest k, the waterfall's outcome; ``[]`` for an unanswerable
+question), ``results`` (the top largest-k results ``{rank, doc, chunk, start, end, score, holds, hit}``:
+``start``/``end`` the chunk's reference interval, ``holds`` the evidence items it holds, ``hit`` whether it holds
+one, ``score`` the retriever's score of that result, None when the retriever gave none), ``latency_ms`` (from the
+run's timings; None when the question was not searched or the report has no timings) and ``embedding_calls`` (query
+embeddings computed for this question: 1, or 0 when its vector came from the cache or none was needed, a lexical
+retriever or a user's results). The file name is a readable slug of the pipeline's name
 (`file_stems`): every character outside ``[A-Za-z0-9._=,+-]`` becomes ``_`` (``reference/size=300`` ->
 ``reference_size=300.jsonl``, a sweep's ``p/use=none`` -> ``p_use=none.jsonl``), and a slug that two pipelines
 share (or that is empty or only dots) takes ``~2``, ``~3``... in report order. The mapping is in report.json's
-``details`` (stage ``retrieval``, name ``question_files``: pipeline -> its two files), and each record names its
+``details`` (stage ``retrieval``, name ``question_files``: pipeline -> its three files), and each record names its
 pipeline.
 
 ``runs/<pipeline>.trec``: TREC run format (``topic Q0 docno rank score tag``; `ingestaudit.trec` reads it): docno
 ``doc#start-end`` in reference code points (``doc#c<chunk>`` for a chunk without a reference interval; white space
-in a document id percent-encoded); the score column is ``n - rank + 1`` (n results), since the retrieve step keeps
-only the top-1 score: trec_eval ranks by score, so it keeps the served order; tag = the file's pipeline name.
+in a document id percent-encoded); the score column is ``n - rank + 1`` (n results), not the retriever's score (kept in
+the JSONL): trec_eval ranks by score and breaks ties by docno, so equal or missing scores would reorder the served
+list; tag = the file's pipeline name.
+
+``runs/<pipeline>.qrels``: TREC qrels (``topic 0 docno relevance``) of the pipeline's chunks: relevance 1 for every
+chunk that holds an evidence item of the question (returned or not: the record's ``relevant``), 0 for a returned
+chunk that holds none. Docnos are the pipeline's own chunks, so pipelines that chunk differently need their own
+qrels; ``runs/qrels.txt`` is written too when every pipeline's qrels are the same (they chunk alike). trec_eval's
+``recip_rank`` on a run equals the report's ``retrieval.rr``, and its ``recall_k`` the report's
+``retrieval.recall@k``, when every evidence item is held by exactly one chunk and no chunk holds two (otherwise
+trec_eval counts chunks where the report counts evidence items; a question whose evidence no chunk holds has no
+relevant chunk and trec_eval leaves it out).
 """
 
 from __future__ import annotations
@@ -54,8 +67,10 @@ def file_stems(pipelines: Sequence[str]) -> dict[str, str]:
 
 def question_files_detail(pipelines: Sequence[str]) -> dict[str, dict[str, str]]:
     """The ``question_files`` detail: pipeline -> ``{"questions": "questions/<stem>.jsonl", "run":
-    "runs/<stem>.trec"}`` (`file_stems`; written for the pipelines with scored questions)."""
-    return {p: {"questions": f"questions/{s}.jsonl", "run": f"runs/{s}.trec"} for p, s in file_stems(pipelines).items()}
+    "runs/<stem>.trec", "qrels": "runs/<stem>.qrels"}`` (`file_stems`; written for the pipelines with scored
+    questions)."""
+    return {p: {"questions": f"questions/{s}.jsonl", "run": f"runs/{s}.trec", "qrels": f"runs/{s}.qrels"}
+            for p, s in file_stems(pipelines).items()}
 
 
 def question_records(rows: Iterable[Any], latency: dict[str, dict[str, float]] | None = None
@@ -72,11 +87,12 @@ def question_records(rows: Iterable[Any], latency: dict[str, dict[str, float]] |
     listed: dict[tuple[str, str], dict[str, Any]] = {}
     evidence: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if r.metric == "retrieval.rr" and r.state == "ok" and "results" in r.detail:
+        if r.metric == "retrieval.rr" and r.state in ("ok", "no_reference") and "results" in r.detail:
             listed[(r.pipeline, r.item)] = {
                 "id": r.item, "question": r.detail.get("question", ""), "class": r.doc_class, "pipeline": r.pipeline,
-                "evidence": [], "results": r.detail["results"],
-                "latency_ms": latency.get(r.pipeline, {}).get(r.item)}
+                "answerable": r.state == "ok", "evidence": [], "results": r.detail["results"],
+                "latency_ms": latency.get(r.pipeline, {}).get(r.item),
+                "embedding_calls": r.detail.get("embedding_calls"), "relevant": r.detail.get("relevant", [])}
         elif r.metric.startswith("retrieval.outcome@") and r.detail.get("evidence"):
             evidence[(r.pipeline, r.item)] = r.detail["evidence"]
     out: dict[str, list[dict[str, Any]]] = {}
@@ -105,8 +121,22 @@ def trec_run(pipeline: str, records: Sequence[dict[str, Any]], tag: str | None =
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def qrels(records: Sequence[dict[str, Any]]) -> str:
+    """The TREC qrels text of one pipeline's records (module docstring): relevance 1 for each chunk that holds an
+    evidence item (``relevant``), 0 for each returned chunk that holds none; one line per (question, docno), in
+    question then docno order."""
+    judged: dict[tuple[str, str], int] = {}
+    for rec in records:
+        for x in rec.get("relevant") or ():
+            judged[(str(rec["id"]), docno(x))] = 1
+        for x in rec["results"]:
+            judged.setdefault((str(rec["id"]), docno(x)), int(bool(x.get("holds"))))
+    return "".join(f"{q} 0 {d} {rel}\n" for (q, d), rel in sorted(judged.items()))
+
+
 def write_question_files(stage: Any, report: Any) -> None:
-    """Stage ``questions/<pipeline>.jsonl`` and ``runs/<pipeline>.trec`` for every pipeline with retrieval results in
+    """Stage ``questions/<pipeline>.jsonl``, ``runs/<pipeline>.trec`` and ``runs/<pipeline>.qrels`` (and
+    ``runs/qrels.txt`` when they are all the same) for every pipeline with retrieval results in
     the report's measurement store (nothing for a run without questions). ``stage`` is the report's
     `ingestaudit.io.StagedOutput`; the waterfall's cutoff is the largest of the retrieval auditor's ``k``."""
     from ingestaudit.report.rows import iter_store_rows
@@ -125,6 +155,10 @@ def write_question_files(stage: Any, report: Any) -> None:
         stage.write_text(f"questions/{stem}.jsonl",
                          "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))
         stage.write_text(f"runs/{stem}.trec", trec_run(pipeline, records, stem))
+        stage.write_text(f"runs/{stem}.qrels", qrels(records))
+    texts = {qrels(records) for records in found.values()}
+    if len(texts) == 1:  # every pipeline chunks alike: one qrels file serves every run
+        stage.write_text("runs/qrels.txt", texts.pop())
 
 
 def _record_problem(rec: Any) -> str | None:
@@ -238,33 +272,39 @@ def listing(found: dict[str, list[dict[str, Any]]], *, qid: str | None = None, p
     for q, recs in by_q.items():
         if qid is not None and q != qid:
             continue
-        missed = [p for p, rec in recs.items() if not any(x.get("hit") for x in rec["results"])]
+        answerable = all(rec.get("answerable", True) for rec in recs.values())
+        missed = [p for p, rec in recs.items() if answerable and not any(x.get("hit") for x in rec["results"])]
         if misses and not missed:
             continue
         shown += 1
         first = next(iter(recs.values()))
-        yield f"{q} [{first.get('class', '')}] {first.get('question', '')}"
+        yield (f"{q} [{first.get('class', '')}] {first.get('question', '')}"
+               + ("" if answerable else " (unanswerable: no evidence)"))
         yield ("  rank " + " ".join(p[:col].ljust(col) for p in pipes)).rstrip()
         depth = max(len(rec["results"]) for rec in recs.values())
         for i in range(depth):
             cells = []
             for p in pipes:
                 res = recs.get(p, {}).get("results", [])
-                cells.append((f"{'HIT ' if res[i]['hit'] else 'MISS'} {docno(res[i])}" if i < len(res) else "")
-                             [:col].ljust(col))
+                mark = ("HIT " if res[i]["hit"] else "MISS" if answerable else "-   ") if i < len(res) else ""
+                cells.append((f"{mark} {docno(res[i])}" if i < len(res) else "")[:col].ljust(col))
             yield f"  {i + 1:>4} " + " ".join(cells).rstrip()
         yield ""
     if shown == 0:
         yield "no question to show" + (" (every question has a hit)" if misses else "")
         yield ""
     for p in pipes:
-        recs = found[p]
+        recs = [rec for rec in found[p] if rec.get("answerable", True)]
+        out_of_scope = len(found[p]) - len(recs)
         hits = sum(1 for rec in recs if any(x.get("hit") for x in rec["results"]))
-        lat = [float(rec["latency_ms"]) for rec in recs if isinstance(rec.get("latency_ms"), (int, float))]
+        lat = [float(rec["latency_ms"]) for rec in found[p] if isinstance(rec.get("latency_ms"), (int, float))]
         p50, p95 = _nearest_rank(lat, 50), _nearest_rank(lat, 95)
         timing = (f"latency p50 {p50:.2f} ms, p95 {p95:.2f} ms (nearest rank, {len(lat)} queries)" if lat
                   else "latency: not recorded")
-        yield f"{p}: {hits} of {len(recs)} questions with a hit in the top results (misses: {len(recs) - hits}); {timing}"
+        calls = [rec["embedding_calls"] for rec in found[p] if isinstance(rec.get("embedding_calls"), int)]
+        yield (f"{p}: {hits} of {len(recs)} questions with a hit in the top results (misses: {len(recs) - hits})"
+               + (f", {out_of_scope} unanswerable" if out_of_scope else "") + f"; {timing}"
+               + (f"; {sum(calls)} query embedding calls" if calls else ""))
 
 
 def question_table(found: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
@@ -279,8 +319,8 @@ def question_table(found: dict[str, list[dict[str, Any]]], limit: int) -> list[d
     rows = []
     for q, recs in by_q.items():
         first = next(iter(recs.values()))
-        cells = [None if p not in recs else next((x["rank"] for x in recs[p]["results"] if x.get("hit")), 0)
-                 for p in pipes]
+        cells = [None if p not in recs or not recs[p].get("answerable", True)  # unanswerable: no hit to find
+                 else next((x["rank"] for x in recs[p]["results"] if x.get("hit")), 0) for p in pipes]
         rows.append({"id": q, "class": first.get("class", ""), "question": first.get("question", ""), "cells": cells})
     rows.sort(key=lambda r: (0 not in r["cells"], r["id"]))
     return rows[:limit]

@@ -40,7 +40,8 @@ HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% in
                    "after Holm in that direction (corpus-level values have no paired test); 'same N items' = the "
                    "values over the items every pipeline measured; ↓ lower is better, ↑ higher is better; "
                    "'—' = no value, with the items' states below it: no ref(erence), no pred(iction), skip(ped), "
-                   "err(or)")
+                   "err(or); '(k empty)' = k documents whose parse returned no text though the reference has "
+                   "some (scored CER 1, listed as empty_output failures)")
 MAX_DRILL_ITEMS = 500  # items with a <details> drill-down in the HTML page; the rest are in measurements.parquet
 DRILL_PER_CLASS = 8
 """Items of one class the HTML drill-down opens (failing ones first): the page grows with classes x pipelines, not
@@ -392,14 +393,33 @@ RUN_CONVENTIONS = {"min_span_coverage": "a chunk holds an evidence span when it 
 """What each run setting of `ingestaudit.report.schema.RUN_SETTINGS_BY_STAGE` means, printed with its value."""
 
 
+AUDITOR_CONVENTIONS = {("tables", "missing_table"): "a reference table the pipeline did not extract counts TEDS 0 "
+                                                    "(zero) or is left out of the document's mean (skip)"}
+"""Auditor options that change a stage's numbers and are printed with their value in the conventions line (read from
+``report.config["auditors"][stage][option]``), with what they mean."""
+
+
 def run_conventions(report: Report) -> list[str]:
     """One line per run setting that changes the numbers of a stage this report measured (the settings of
-    `RUN_SETTINGS_BY_STAGE`: ``min_span_coverage`` for chunking and retrieval), with its value and meaning."""
+    `RUN_SETTINGS_BY_STAGE`: ``min_span_coverage`` for chunking and retrieval; the auditor options of
+    `AUDITOR_CONVENTIONS`: ``missing_table`` for tables), with its value and meaning."""
     from ingestaudit.report.schema import RUN_SETTINGS_BY_STAGE
 
     run = report.config.get("run") if isinstance(report.config.get("run"), dict) else {}
     stages = set(distinct(report, "stage"))
+    auditors = report.config.get("auditors") if isinstance(report.config.get("auditors"), dict) else {}
     out = []
+    for (stage, key), meaning in AUDITOR_CONVENTIONS.items():
+        opts = auditors.get(stage)
+        if stage in stages and isinstance(opts, dict) and opts.get(key) is not None:  # older reports: absent
+            out.append(f"convention ({stage}): {key} = {opts[key]}: {meaning}")
+    if "retrieval" in stages and isinstance(report.config.get("auditor_options"), dict):  # absent: older reports
+        from ingestaudit.metrics.layout import DEFAULT_THRESHOLD
+
+        layout = report.config["auditor_options"].get("layout") or {}
+        out.append(f"convention (retrieval): section evidence matches a heading at similarity >= "
+                   f"{layout.get('threshold', DEFAULT_THRESHOLD)} ([auditor_options.layout] threshold, the layout "
+                   "audit's heading matching); a label no reference line matches is label_unmatched")
     for key in sorted({k for st, keys in RUN_SETTINGS_BY_STAGE.items() if st in stages for k in keys}):
         if run.get(key) is None:  # a report written before the setting existed
             continue
@@ -490,15 +510,16 @@ small,.muted{color:#666}.state-error{color:#b42318}.state-ok{color:#1a7f37}.stat
 img.plot{max-width:100%;background:#fff;border:1px solid #e1e4e8;margin:.3em 0}
 details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em;overflow:auto;font-size:.85em}
 .cards{display:flex;flex-wrap:wrap;gap:1em}.card{flex:1 1 520px}
+section.lead{margin:0;padding:.6em 2em;background:#fff8e1;border-bottom:1px solid #e1d5a6}section.lead h2{border:0;margin:.2em 0}p.verdict{font-weight:600;margin:.2em 0}
 </style></head><body>
 <header><h1>ingestaudit report</h1>
 {% for line in header %}<p>{{ line }}</p>{% endfor %}
 <p>ingestaudit {{ tool_version }} · report schema {{ schema_version }}</p></header>
-<nav><a href="#headline">Headline</a>{% if sweeps %}<a href="#sweeps">Sweeps</a>{% endif %}{% if trends %}<a href="#trends">Trends</a>{% endif %}<a href="#paired">Paired tests</a><a href="#rows">Every row</a><a href="#failures">Failures ({{ n_failures }})</a><a href="#settings">Settings</a><a href="#items">Items</a></nav>
-<main>
-{% if verdict %}<section id="verdict"><h2>Verdict</h2>
+{% if verdict %}<section id="verdict" class="lead"><h2>Verdict</h2>
 {% for line in verdict %}<p class="verdict">{{ line }}</p>{% endfor %}
 <p class="muted">{{ verdict_legend }}</p></section>{% endif %}
+<nav>{% if verdict %}<a href="#verdict">Verdict</a>{% endif %}<a href="#headline">Headline</a>{% if sweeps %}<a href="#sweeps">Sweeps</a>{% endif %}{% if trends %}<a href="#trends">Trends</a>{% endif %}<a href="#paired">Paired tests</a><a href="#rows">Every row</a><a href="#failures">Failures ({{ n_failures }})</a><a href="#settings">Settings</a>{% if questions %}<a href="#questions">Questions</a>{% endif %}<a href="#items">Items</a></nav>
+<main>
 <section id="headline"><h2>Headline per class</h2>
 <p class="muted">{{ headline_legend }}</p>
 {% for c in conventions %}<p class="muted convention">{{ c }}</p>{% endfor %}
@@ -506,7 +527,7 @@ details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em
 <div class="cards"><div class="card">
 {% if h.rows %}<table><tr><th>key metric</th>{% for p in h.pipelines %}<th>{{ p }}</th>{% endfor %}</tr>
 {% for r in h.rows %}<tr><td>{{ r.name }} {{ direction(r.metric, r.label) }}</td>
-{% for c in r.cells %}<td class="num{% if c.best %} best{% endif %}">{% if c.value is none %}<span class="muted">{{ c.note or "—" }}</span>{% else %}{{ g4(c.value) }}{% if c.best %} ★{% endif %}{% if c.low is not none %} <small>[{{ g4(c.low) }}, {{ g4(c.high) }}]</small>{% endif %} <small>n={{ c.n }}{% if c.note %}; {{ c.note }}{% endif %}</small>{% endif %}</td>{% endfor %}</tr>
+{% for c in r.cells %}<td class="num{% if c.best %} best{% endif %}">{% if c.value is none %}<span class="muted">{{ c.note or "—" }}</span>{% else %}{{ c.shown }}{% if c.best %} ★{% endif %}{% if c.low is not none %} <small>[{{ g4(c.low) }}, {{ g4(c.high) }}]</small>{% endif %} <small>n={{ c.n }}{% if c.note %}; {{ c.note }}{% endif %}</small>{% endif %}</td>{% endfor %}</tr>
 {% if r.common_n is not none %}<tr class="common"><td>same {{ r.common_n }} item{{ "s" if r.common_n != 1 else "" }}</td>{% for v in r.common %}<td class="num">{{ g4(v) }}</td>{% endfor %}</tr>{% endif %}
 {% endfor %}</table>{% endif %}
 </div><div class="card">
@@ -762,10 +783,15 @@ def _drill_choice(report: Report) -> tuple[list[str], int]:
 
 
 def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
+    from ingestaudit.report.tables import waterfall_k
+
     pipelines = [p.name for p in report.pipelines]
     chosen, n_items = _drill_choice(report)
     items: dict[str, dict[str, Any]] = {}
+    wk = waterfall_k(report)
     for m in measurement_rows(report, items=set(chosen)):
+        if wk is not None and m.metric.startswith("retrieval.outcome@") and m.metric != f"retrieval.outcome@{wk}":
+            continue  # the waterfall's outcomes at its own cutoff only (9 rows per k): the others are in the store
         it = items.setdefault(m.item, {"item": m.item, "kind": m.item_kind, "doc_class": m.doc_class, "cells": {},
                                        "states": {}})
         name = m.metric + (f"[{m.label}]" if m.label else "")
@@ -785,9 +811,10 @@ def _drill_items(report: Report) -> tuple[list[dict[str, Any]], str]:
         out.append({"item": it["item"], "kind": it["kind"], "doc_class": it["doc_class"], "summary": summary,
                     "pipelines": pipelines, "rows": rows})
     shown = len(out)
+    only = f"; a question's waterfall outcomes at k = {wk} only" if wk is not None else ""
     caption = (f"{n_items} items; each opens to its rows per pipeline (failing items first, at most "
-               f"{DRILL_PER_CLASS} per class)" + (f"; {shown} are shown, {n_items - shown} more in measurements.parquet"
-                                                  if n_items > shown else ""))
+               f"{DRILL_PER_CLASS} per class{only})" + (f"; {shown} are shown, {n_items - shown} more in "
+                                                       "measurements.parquet" if n_items > shown else ""))
     return out, caption
 
 

@@ -19,7 +19,7 @@ STAGE_ORDER = ("extraction", "normalization", "tables", "layout", "boilerplate",
 """Stages in chain order (unknown stages follow, by name)."""
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "extraction": ("extraction.cer_norm", "extraction.cer"),
+    "extraction": ("extraction.cer_norm", "extraction.cer", "extraction.checks_pass"),
     "normalization": ("normalization.replacement_chars",),
     "tables": ("tables.teds",),
     "layout": ("layout.heading_f1",),
@@ -33,8 +33,10 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "chunking": ("chunking.boundary_splits", "chunking.evidence_held"),
     "index": ("index.recall@10",),
 }
-"""Each stage's key metric for the headline, in order of preference; ``retrieval`` takes ``recall@K`` at its largest
-K, ``index`` falls back to ``recall@K`` at its largest K, and any stage to its first metric by name."""
+"""Each stage's key metric for the headline, in order of preference (the first with a value, `choose_keys`; the
+headline chooses per class, so a class labelled with olmOCR-style ``checks`` only, no reference text, shows
+``extraction.checks_pass``); ``retrieval`` takes ``recall@K`` at its largest K, ``index`` falls back to
+``recall@K`` at its largest K, and any stage to its first metric by name."""
 
 KEY_LABELS = {"chunking.boundary_splits": "sentence", "entities.f1": "strict/micro", "relations.f1": "strict/micro",
               "metadata.exact_match": "title"}
@@ -48,7 +50,8 @@ information or first heading) and a strict one (exact, not the Levenshtein simil
 right); without the preference the first label by name, ``authors``, was the headline. A corpus without labelled
 titles falls back to the first labelled field by name."""
 
-WATERFALL_OUTCOMES = ("lost_in_parsing", "lost_in_cleaning", "split_by_chunking", "excluded_by_enrichment",
+WATERFALL_OUTCOMES = ("label_unmatched", "lost_in_parsing", "lost_in_cleaning", "split_by_chunking",
+                      "excluded_by_enrichment",
                       "excluded_by_filter", "missed_by_ranking", "missed_by_ann", "retrieved")
 
 
@@ -115,8 +118,10 @@ def choose_keys(available: Iterable[tuple[str, str]],
                 valued: set[tuple[str, str]] | None = None) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among the ``(metric, label)`` pairs present (see `KEY_METRICS`);
     label ``""`` is preferred, else the first label by name; with ``valued`` (the pairs that have a value
-    somewhere), a label with a value comes before one without (PII's ``pii.f1`` has valueless ``""`` rows for
-    unlabelled documents and its values under ``exact``...). Ordered by `STAGE_ORDER`."""
+    somewhere), a preferred metric with a value comes before one without (a class with ``checks`` only has
+    valueless ``extraction.cer_norm`` rows and ``extraction.checks_pass`` values), and a label with a value before one
+    without (PII's ``pii.f1`` has valueless ``""`` rows for unlabelled documents and its values under ``exact``...).
+    Ordered by `STAGE_ORDER`."""
     by_metric: dict[str, set[str]] = {}
     for metric, label in available:
         by_metric.setdefault(metric, set()).add(label)
@@ -124,7 +129,11 @@ def choose_keys(available: Iterable[tuple[str, str]],
     out: dict[str, tuple[str, str]] = {}
     for stage in stages:
         names = sorted(m for m in by_metric if m.split(".", 1)[0] == stage)
-        choice = next((m for m in KEY_METRICS.get(stage, ()) if m in by_metric), None)
+        candidates = [m for m in KEY_METRICS.get(stage, ()) if m in by_metric]
+        if valued is not None:
+            has_value = {m for m, _ in valued}
+            candidates.sort(key=lambda m: m not in has_value)  # stable: the preference order within each group
+        choice = next(iter(candidates), None)
         if choice is None and stage in ("retrieval", "index"):
             recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
             choice = max(recall, key=_at_k) if recall else None
@@ -159,18 +168,33 @@ def budget_key(metrics: Iterable[str]) -> str | None:
     return next((m for b, m in found if b == 2000), found[0][1] if found else None)
 
 
-def headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = ()) -> dict[str, tuple[str, str]]:
+def headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = (),
+                  doc_class: str | None = None) -> dict[str, tuple[str, str]]:
     """Each stage's key ``(metric, label)`` among a report's summary rows (the loss waterfall's outcome rows left
-    out): the headline's rows, and the rows the bake-off's paired tests and verdict run on
-    (`ingestaudit.report.paired`, `ingestaudit.report.verdict`). When ``pipelines`` (`PipelineInfo`) differ in
-    chunking (`chunking_differs`), retrieval's key is the budget recall (`budget_key`, `BUDGET_HEADLINE`)."""
-    rows = [r for r in summary if not r.metric.startswith("retrieval.outcome@")]
+    out; only ``doc_class``'s rows when given: the headline of that class). When ``pipelines`` (`PipelineInfo`)
+    differ in chunking (`chunking_differs`), retrieval's key is the budget recall (`budget_key`,
+    `BUDGET_HEADLINE`). The paired tests and the verdict run on every class's keys (`all_headline_keys`)."""
+    rows = [r for r in summary if not r.metric.startswith("retrieval.outcome@")
+            and (doc_class is None or r.doc_class == doc_class)]
     valued = {(r.metric, r.label) for r in rows if headline_value(r) is not None}
     keys = choose_keys([(r.metric, r.label) for r in rows], valued=valued)
     budget = budget_key(m for m, _ in valued)
     if "retrieval" in keys and budget is not None and chunking_differs(pipelines):
         keys["retrieval"] = (budget, "")
     return keys
+
+
+def all_headline_keys(summary: Iterable[SummaryRow], pipelines: Iterable[Any] = ()) -> list[tuple[str, str]]:
+    """Every class's headline keys (`headline_keys` per class, ``__all__`` first, then the classes sorted), each once:
+    the rows the bake-off's paired tests and verdict run on (`ingestaudit.report.paired`,
+    `ingestaudit.report.verdict`), so a class whose key differs from ``__all__``'s (``extraction.checks_pass`` of
+    a class with checks only) is tested on its own key."""
+    rows, infos = list(summary), list(pipelines)
+    classes = sorted({r.doc_class for r in rows}, key=lambda c: (c != ALL_CLASSES, c))
+    out: dict[tuple[str, str], None] = {}
+    for cls in classes:
+        out.update(dict.fromkeys(headline_keys(rows, infos, cls).values()))
+    return list(out)
 
 
 # --- headline -------------------------------------------------------------------------------------------------------
@@ -191,14 +215,20 @@ class HeadCell:
     corpus: bool = False  # one value over the class (n = documents), not an aggregate of items
     missing: str = ""  # why there is no value: every state that is not ok, most frequent first, with counts
     failed: int = 0  # items in error, skipped or without a prediction (a label missing is not a failure)
+    empty: int = 0  # documents whose parse returned no text where the reference has some (extraction only)
+
+    @property
+    def shown(self) -> str:
+        """The value as the cell prints it: ``0.12``, with ``(1 empty)`` when parses returned no text (`empty`)."""
+        return g4(self.value) + (f" ({self.empty} empty)" if self.empty else "")
 
     def text(self, with_interval: bool = True) -> str:
-        """``value ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
+        """``value (k empty) ★ [low, high] n=N (notes)``: the Markdown and HTML cell."""
         if self.value is None:
             return self.note or self.missing or "—"
         ci = f" [{g4(self.low)}, {g4(self.high)}]" if with_interval and self.low is not None else ""
         star = " ★" if self.best else ""
-        return f"{g4(self.value)}{star}{ci} n={self.n}" + (f" ({self.note})" if self.note else "")
+        return f"{self.shown}{star}{ci} n={self.n}" + (f" ({self.note})" if self.note else "")
 
     def compact(self) -> tuple[str, str]:
         """``("value ★ n=k/N", "[low, high]")`` for the terminal: k items ok of N in any state, bounds to 3
@@ -209,7 +239,7 @@ class HeadCell:
         star = " ★" if self.best else ""
         n = f"n={self.n}" + (f"/{self.total}" if self.total > self.n else "")
         ci = f"[{self.low:.3g}, {self.high:.3g}]" if self.low is not None and self.high is not None else ""
-        return f"{g4(self.value)}{star} {n}", ci
+        return f"{self.shown}{star} {n}", ci
 
 
 @dataclass(frozen=True)
@@ -391,14 +421,26 @@ def waterfall_errors(report: Report, doc_class: str) -> dict[str, int]:
             if r.metric == metric and r.doc_class == doc_class and r.label == first and r.states.get("error")}
 
 
+def empty_outputs(report: Report) -> dict[tuple[str, str], int]:
+    """``(class, pipeline) -> documents`` whose parse returned no text where the reference has some (the
+    ``extraction.cer`` row's ``empty_output`` detail, `ingestaudit.metrics.edit`), each class and ``__all__``; the
+    headline's extraction cell shows the count (``0.12 (1 empty)``), the failures list each document."""
+    out: dict[tuple[str, str], int] = {}
+    for r in measurement_rows(report, metrics=("extraction.cer",), states=("ok",)):
+        if r.label == "" and r.detail.get("empty_output") is True:
+            for cls in (r.doc_class, ALL_CLASSES):
+                out[(cls, r.pipeline)] = out.get((cls, r.pipeline), 0) + 1
+    return out
+
+
 def headlines(report: Report) -> list[Headline]:
     """The headline of every class (sorted, ``__all__`` last)."""
     pipelines = [p.name for p in report.pipelines] or sorted({r.pipeline for r in report.summary})
     by_class: dict[str, dict[tuple[str, str, str], SummaryRow]] = {}
     for r in report.summary:
         by_class.setdefault(r.doc_class, {})[(r.metric, r.label, r.pipeline)] = r
-    keys = headline_keys(report.summary, report.pipelines)
     wk = waterfall_k(report)
+    empty = empty_outputs(report) if any(r.metric == "extraction.cer" for r in report.summary) else {}
     docs_per_class = dict(report.corpus.documents)
     q_per_class: dict[str, set[str]] = {}
     for m in measurement_rows(report, item_kind="question", detail=False):
@@ -407,11 +449,13 @@ def headlines(report: Report) -> list[Headline]:
     out = []
     for cls in sorted(by_class, key=lambda c: (c == ALL_CLASSES, c)):
         rows = []
-        for stage, (metric, label) in keys.items():
+        for stage, (metric, label) in headline_keys(report.summary, report.pipelines, cls).items():
             found = {p: by_class[cls].get((metric, label, p)) for p in pipelines}
             if not any(found.values()):
                 continue
             cells = [_cell(found[p]) for p in pipelines]
+            if stage == "extraction":
+                cells = [replace(c, empty=empty.get((cls, p), 0)) for p, c in zip(pipelines, cells)]
             values = [p for p, c in zip(pipelines, cells) if c.value is not None]
             best = significant_best(report.paired_tests, values, metric, label, cls) if len(values) >= 2 else None
             if best is not None:

@@ -82,6 +82,8 @@ class RetrieveStep:
     def _run(self, depth: int, kmax: int) -> Retrieved:
         self.depth, self.higher_is_closer, self.questions_embedded = depth, True, 0
         qs = self.ctx.questions
+        self.scores: list[list[float | None] | None] = [None] * len(qs)  # served scores per question
+        self.calls = [0] * len(qs)  # query embeddings computed per question
         allowed = [self.table.allowed(q.filter) for q in qs]
         retriever = self.ctx.pipeline.stage("retriever")
         user = self._user_results()
@@ -110,11 +112,13 @@ class RetrieveStep:
                 failures.append(msg)
                 ranks, latencies, timings = [(msg, msg, None)] * len(qs), [], {"retriever": retriever.use}
         return Retrieved(self.table, ranks, latencies, timings, failures, qstats, self.questions_embedded,
-                         self.higher_is_closer)
+                         self.higher_is_closer, self.scores, self.calls)
 
     def _embed_questions(self, qs: list[Any]) -> tuple[np.ndarray, dict[str, int], float]:
         """Question vectors with the pipeline's embedder, the embedder's counter increments and the wall time."""
         stats = getattr(self.ctx.embed_questions, "stats", None)
+        computes = getattr(self.ctx.embed_questions, "computes", None)
+        self.calls = list(computes([q.question for q in qs])) if computes is not None else [1] * len(qs)
         before = stats() if stats is not None else {}
         t0 = time.perf_counter()
         qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
@@ -139,6 +143,7 @@ class RetrieveStep:
             an_scores, an_ids, lat = ann.search(qvec[qi:qi + 1], self.depth, allowed=[allowed[qi]])
             latencies += [float(x) for x in lat]  # NaN: a filter that passes nothing (no search ran)
             ann_rank = [int(i) for i in an_ids[0] if i >= 0]
+            self.scores[qi] = [float(x) for x, i in zip(an_scores[0], an_ids[0]) if i >= 0]
             ranks.append((ann_rank, [int(i) for i in ex_ids[0] if i >= 0],
                           float(an_scores[0][0]) if ann_rank else None))
         timings = {"retriever": "dense", "metric": settings.metric,
@@ -196,6 +201,7 @@ class RetrieveStep:
                 ranks.append((msg, msg, None))
                 continue
             ranks.append((rows, rows, score))
+            self.scores[qi] = [_finite(s) for _, s in found]
         return ranks, latencies, timings, qstats
 
     def _dense_lane(self) -> tuple[Any, float]:
@@ -239,6 +245,7 @@ class RetrieveStep:
         latency: list[float] = []
         problems: list[str] = []
         malformed: list[str] = []
+        line_scores: dict[str, list[float | None]] = {}
         known = {q.id for q in self.ctx.questions}
         try:  # a FIFO, a device, a file over limits.results_bytes: every question an error, never the dense search
             text = read_input_text(path, max_bytes=self.ctx.input_limits().results_bytes,
@@ -283,6 +290,8 @@ class RetrieveStep:
                 problem = f"{path}: line {n}: results[0]: score {score!r} is not a finite number"
             score = float(score) if problem is None and score is not None else None
             first = self._put(by_q, first_line, repeated, qid, n, (problem or rows, problem or rows, score), path)
+            if first and problem is None:
+                line_scores[qid] = [_finite(r.get("score")) for r in results[:len(rows)]]
             lat = rec.get("latency_ms")
             if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float))
                                     or not np.isfinite(lat) or lat < 0):
@@ -296,6 +305,7 @@ class RetrieveStep:
                    f"(its results may be on one of them; first: {malformed[0].removeprefix(f'{path}: ')})")
             missing = (why, why, None)
         ranks = [by_q.get(q.id, missing) for q in self.ctx.questions]
+        self.scores = [line_scores.get(q.id) for q in self.ctx.questions]
         return {"ranks": ranks, "latency_ms": latency, "path": str(path), "problems": malformed + problems}
 
     @staticmethod
@@ -347,3 +357,10 @@ def with_index_steps(ctx: Any) -> Any:
     ctx.index = IndexStep.for_pipeline(ctx.pipeline, ctx.seed)
     ctx.retrieve = RetrieveStep(ctx, ctx.index)
     return ctx
+
+
+def _finite(x: Any) -> float | None:
+    """A result's score as a float, None when it is absent or not a finite number (it is then never shown)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not np.isfinite(x):
+        return None
+    return float(x)

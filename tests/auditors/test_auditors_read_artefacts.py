@@ -149,7 +149,8 @@ def test_the_auditors_read_hand_made_artefacts_and_load_no_step():
     assert [r[f"retrieval.recall@3||{q}"][:2] for q in ("q1", "q2", "q3")] == [[1, 1], [1, 1], [0, 1]]
     assert [r[f"retrieval.rr||{q}"][2] for q in ("q1", "q2", "q3")] == [1.0, 0.5, 0.0]  # MRR 0.5
     assert r["retrieval.outcome@3|missed_by_ann|q3"][:2] == [1, 1]
-    assert out["waterfall"] == {"c": {"lost_in_parsing": 0, "lost_in_cleaning": 0, "split_by_chunking": 0,
+    assert out["waterfall"] == {"c": {"label_unmatched": 0, "lost_in_parsing": 0, "lost_in_cleaning": 0,
+                                      "split_by_chunking": 0,
                                       "excluded_by_enrichment": 0,  # issue 28's outcome, empty here
                                       "excluded_by_filter": 0, "missed_by_ranking": 0, "missed_by_ann": 1,
                                       "retrieved": 2}}

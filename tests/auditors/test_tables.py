@@ -117,15 +117,53 @@ def test_parser_that_looked_and_found_nothing_scores_zero():
 
 
 @pytest.mark.parametrize("declared", [False, None])
-def test_parser_that_cannot_extract_tables_gives_no_prediction(declared):
+def test_parser_that_cannot_extract_tables_counts_zero_or_no_prediction_under_skip(declared):
     settings_ = {TABLE_EXTRACTION: False, "table_extraction_note": "fast strategy"} if declared is False else {}
     parsed = ParsedDocument(text="x", parser="unstructured", settings=settings_)
-    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(GT, SMALL)), parsed))
+    # missing_table = zero (default): both reference tables dropped, TEDS (0 + 0) / 2 = 0 (issue 25: it used to be
+    # no_prediction, so a pipeline that extracts no table could not lose a table comparison)
+    r = {(s.metric, s.label): s for s in TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(GT, SMALL)), parsed))}
+    for m in ("tables.teds", "tables.teds_s", "tables.recall", "tables.f1"):
+        assert r[m, ""].state is State.OK and r[m, ""].value == 0.0, m
+    assert r["tables.teds", ""].denominator == 2 and r["tables.teds", "table/1"].value == 0.0
+    assert r["tables.precision", ""].state is State.NO_PREDICTION
+    note = r["tables.teds", ""].detail["note"]
+    assert "unstructured" in note and note.endswith("every reference table counts 0 (missing_table = zero)")
+    assert ("fast strategy" in note) if declared is False else ("does not declare" in note)
+    rows = TablesAuditor(missing_table="skip").audit(ItemArtefacts.of(Truth(tables=(GT, SMALL)), parsed))
     assert len(rows) == 5 + 2 * 2
     assert all(s.state is State.NO_PREDICTION and s.value is None for s in rows)
     reason = rows[0].detail["reason"]
-    assert "unstructured" in reason
+    assert "unstructured" in reason and reason.endswith("missing_table = skip")
     assert ("fast strategy" in reason) if declared is False else ("does not declare" in reason)
+
+
+ROW3 = "<table><tbody><tr><td>a</td><td>b</td><td>c</td></tr></tbody></table>"  # n = tbody + tr + 3 td = 5
+ROW3_X = ROW3.replace("<td>c</td>", "<td>x</td>")  # one cell renamed (content c -> x, cost 1): TEDS 1 - 1/5 = 0.8
+TWO_ROWS = "<table><tbody><tr><td>p</td></tr><tr><td>q</td></tr></tbody></table>"  # TEDS 0 against ROW3_X
+
+
+def test_missing_table_convention_zero_or_skip():
+    """Truth with 2 tables, the pipeline extracts 1 (TEDS 0.8 against its match): mean TEDS 0.4 under zero,
+    0.8 under skip."""
+    zero = audit([ROW3, TWO_ROWS], [ROW3_X])
+    assert zero["tables.teds", "table/0"].value == pytest.approx(0.8)
+    # (0.8 + 0) / 2 reference tables
+    assert zero["tables.teds", ""].value == pytest.approx(0.4) and zero["tables.teds", ""].denominator == 2
+    assert zero["tables.teds", "table/1"].value == 0.0
+    skip = audit([ROW3, TWO_ROWS], [ROW3_X], missing_table="skip")
+    # 0.8 / 1 matched reference table; the unmatched one left out
+    assert skip["tables.teds", ""].value == pytest.approx(0.8) and skip["tables.teds", ""].denominator == 1
+    assert skip["tables.teds", "table/1"].state is State.NO_PREDICTION
+    assert skip["tables.teds", ""].detail["missing_table"] == "skip"
+    # detection is the same under both: TP 1 (0.8 >= 0.5) of 2 reference tables
+    assert zero["tables.recall", ""].value == skip["tables.recall", ""].value == 0.5
+    # a parser that looked and found nothing: 0 under zero, no value under skip
+    assert audit([ROW3], [], missing_table="skip")["tables.teds", ""].state is State.NO_PREDICTION
+    assert TablesAuditor(missing_table="skip").options()["missing_table"] == "skip"
+    with pytest.raises(ValueError, match=r"\[auditor_options.tables\] missing_table must be one of 'zero', 'skip', "
+                                         r"not 'none'"):
+        TablesAuditor(missing_table="none")
 
 
 def test_blank_predicted_strings_are_not_tables():
@@ -298,6 +336,34 @@ def _corpus(root: Path, docs: dict[str, dict], outputs: dict[str, dict], toml: s
     return root
 
 
+@pytest.mark.parametrize("value", ["skip", "none"])
+def test_cli_missing_table_convention_printed_and_validated(tmp_path, value):
+    """``[auditor_options.tables] missing_table``: printed in the conventions line; a bad value is exit 2 naming the
+    key. Truth with 2 tables, the pipeline extracts 1 (TEDS 0.8): 0.8 under skip."""
+    from ingestaudit.cli import app
+
+    root = _corpus(tmp_path / "c", {"a/one": {"tables": [ROW3, TWO_ROWS]}},
+                   {"a/one": {"text": "", "tables": [ROW3_X]}},
+                   toml=f'[auditor_options.tables]\nmissing_table = "{value}"\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["run", str(root), "--outputs", str(root / "outputs"), "--stage", "tables",
+                                   "--executor", "serial", "--out", str(out)])
+    if value == "none":
+        assert res.exit_code == 2
+        assert "[auditor_options.tables] missing_table must be one of 'zero', 'skip', not 'none'" in " ".join(
+            res.output.split())
+        return
+    assert res.exit_code == 0, res.output
+    line = ("convention (tables): missing_table = skip: a reference table the pipeline did not extract counts TEDS "
+            "0 (zero) or is left out of the document's mean (skip)")
+    assert line in " ".join(res.output.split())
+    assert "- " + line.replace("_", "\\_") in (out / "report.md").read_text("utf-8")
+    report = load_report(out)
+    assert report["config"]["auditors"]["tables"]["missing_table"] == "skip"
+    rows = {(m["item"], m["metric"], m["label"]): m for m in measurements(report)}
+    assert rows["a/one", "tables.teds", ""]["value"] == pytest.approx(0.8)  # 0.8 / 1 matched table
+
+
 def test_cli_micro_macro_states_and_options(tmp_path):
     from ingestaudit.cli import app
 
@@ -325,20 +391,20 @@ def test_cli_micro_macro_states_and_options(tmp_path):
     assert rows["a/three", "tables.teds", "table/1"]["value"] == 1.0
     assert rows["b/none", "tables.teds", ""]["value"] == 0.0
     assert rows["b/none", "tables.precision", ""]["state"] == "no_prediction"
-    assert rows["b/undeclared", "tables.teds", ""]["state"] == "no_prediction"
+    assert rows["b/undeclared", "tables.teds", ""]["value"] == 0.0  # missing_table = zero: a dropped table is 0
     assert rows["b/plain", "tables.teds", ""]["state"] == "no_reference"
     summary = {(s["doc_class"], s["metric"], s["label"]): s for s in report["summary"] if s["pipeline"] == "pipe"}
     # class a: micro (1 + 1) / (1 + 3) = 0.5, macro (1 + 1/3) / 2 = 2/3
     a = summary["a", "tables.teds", ""]
     assert (a["micro"], a["n_docs"]) == (0.5, 2) and a["macro"] == pytest.approx(2 / 3)
-    # all classes: micro (1 + 1 + 0) / (1 + 3 + 1) = 0.4 over 3 ok documents; 1 no_prediction, 1 no_reference
+    # all classes: micro (1 + 1 + 0 + 0) / (1 + 3 + 1 + 1) = 1/3 over 4 ok documents; 1 no_reference
     every = summary["__all__", "tables.teds", ""]
-    assert every["micro"] == pytest.approx(0.4) and every["n_docs"] == 3
-    assert (every["states"]["no_prediction"], every["states"]["no_reference"]) == (1, 1)
-    # recall: TP 1 + 1 + 0 of 1 + 3 + 1 reference tables
-    assert summary["__all__", "tables.recall", ""]["micro"] == pytest.approx(2 / 5)
-    # per reference table: "table/0" over the 3 scored documents: 1 (a/one) + 0 (a/three, GT unmatched) + 0
-    assert summary["__all__", "tables.teds", "table/0"]["micro"] == pytest.approx(1 / 3)
+    assert every["micro"] == pytest.approx(1 / 3) and every["n_docs"] == 4
+    assert (every["states"].get("no_prediction", 0), every["states"]["no_reference"]) == (0, 1)
+    # recall: TP 1 + 1 + 0 + 0 of 1 + 3 + 1 + 1 reference tables
+    assert summary["__all__", "tables.recall", ""]["micro"] == pytest.approx(2 / 6)
+    # per reference table: "table/0" over the 4 scored documents: 1 (a/one) + 0 (a/three, GT unmatched) + 0 + 0
+    assert summary["__all__", "tables.teds", "table/0"]["micro"] == pytest.approx(1 / 4)
     for m in measurements(report):
         assert (m["value"] is None) == (m["state"] != "ok")
 
@@ -395,6 +461,8 @@ def test_unstructured_declares_where_it_extracts_tables(tmp_path):
     assert by["tables.teds", ""].value == 1.0
     parsed = parser.parse(Document("text/page", "text", txt))
     assert parsed.settings[TABLE_EXTRACTION] is False and parsed.tables == ()
-    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(table,)), parsed))
+    rows = TablesAuditor(missing_table="skip").audit(ItemArtefacts.of(Truth(tables=(table,)), parsed))
     assert all(s.state is State.NO_PREDICTION for s in rows)
     assert "partition_text" in rows[0].detail["reason"]
+    by = {(s.metric, s.label): s for s in TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(table,)), parsed))}
+    assert by["tables.teds", ""].value == 0.0 and "partition_text" in by["tables.teds", ""].detail["note"]

@@ -114,8 +114,10 @@ def test_tables_off(ruled):
     assert parsed.settings["table_extraction"] is False
     assert "tables = false" in parsed.settings["table_extraction_note"]
     assert parser.settings()["tables"] is False
-    rows = TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(SPANS,)), parsed))
+    rows = TablesAuditor(missing_table="skip").audit(ItemArtefacts.of(Truth(tables=(SPANS,)), parsed))
     assert all(s.state is State.NO_PREDICTION for s in rows)
+    by = {(s.metric, s.label): s for s in TablesAuditor().audit(ItemArtefacts.of(Truth(tables=(SPANS,)), parsed))}
+    assert by["tables.teds", ""].value == 0.0  # missing_table = zero: the table it did not extract counts 0
 
 
 def test_settings_record_the_finder():

@@ -11,7 +11,7 @@ from typing import Any
 
 from ingestaudit.report.aggregate import summarize
 from ingestaudit.report.paired import paired_tests
-from ingestaudit.report.tables import headline_keys
+from ingestaudit.report.tables import all_headline_keys
 from ingestaudit.report.schema import (CorpusInfo, Failure, MeasurementRow, PipelineInfo, Report, StageDetail,
                                        StageInfo, SummaryRow, ToolInfo)
 
@@ -80,7 +80,7 @@ def build(rows: list[Row], *, pipelines: list[str] | None = None, auditors: dict
                    for p in names],
         measurements=meas,
         summary=summary, failures=failures or [], details=details or [],
-        paired_tests=paired_tests(meas, names, seed=seed, keys=headline_keys(summary).values()))
+        paired_tests=paired_tests(meas, names, seed=seed, keys=all_headline_keys(summary)))
 
 
 def write(report: Report, path: Path) -> Path:

@@ -119,7 +119,8 @@ def test_terminal_and_markdown_open_with_the_verdict():
     from ingestaudit.report.render import render_html
 
     html = render_html(report)
-    assert html.index('<section id="verdict"><h2>Verdict</h2>') < html.index('<section id="headline">')
+    assert html.index('<section id="verdict" class="lead"><h2>Verdict</h2>') < html.index("<nav>") \
+        < html.index('<section id="headline">')
     assert "no decision [c]: B vs A (retrieval.rr +0.50" in html
     one = build([_q(0, "A", "retrieval.rr", 0.5)], pipelines=["A"], auditors={})
     assert 'id="verdict"' not in render_html(one)

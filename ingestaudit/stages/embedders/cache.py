@@ -218,6 +218,18 @@ class CachedEmbedder(Embedder):
         """A copy of the counters (see the class docstring)."""
         return dict(self.counts)
 
+    def would_compute(self, texts: Sequence[str]) -> list[int]:
+        """Per text, 1 when `embed` of ``texts`` would compute its vector now (the first occurrence of a text not in
+        the cache), else 0 (a cache hit or a repeat); reads the cache only, embeds nothing."""
+        keys = [text_key(t) for t in texts]
+        found = self.cache.get_many(self.model_id(), keys)
+        seen: set[str] = set()
+        out = []
+        for key in keys:
+            out.append(0 if key in found or key in seen else 1)
+            seen.add(key)
+        return out
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 ``(len(texts), d)`` unit vectors, from the cache where possible (see the class docstring).
 

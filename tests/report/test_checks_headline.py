@@ -1,0 +1,40 @@
+"""Issue 25, scope 4: a class labelled with olmOCR-style checks only (no reference text) shows
+``extraction.checks_pass`` as its extraction headline metric, and the paired tests run on it; a class with reference
+text keeps ``extraction.cer_norm``."""
+
+from __future__ import annotations
+
+from _reportkit import Row, build
+
+from ingestaudit.report.render import render_markdown
+from ingestaudit.report.tables import all_headline_keys, headline_keys, headlines
+
+
+def mixed_report():
+    rows = []
+    for i, (a, b) in enumerate(((0.10, 0.20), (0.30, 0.40))):  # class prose: CER per document, 100 chars each
+        rows += [Row(f"prose/d{i}", "prose", "A", "extraction.cer_norm", a, a * 100, 100),
+                 Row(f"prose/d{i}", "prose", "B", "extraction.cer_norm", b, b * 100, 100)]
+    for i, (a, b) in enumerate(((3, 1), (4, 2))):  # class scans: checks passed of 4 per document, no reference text
+        for p, passed in (("A", a), ("B", b)):
+            rows += [Row(f"scans/s{i}", "scans", p, "extraction.cer_norm", None, state="no_reference"),
+                     Row(f"scans/s{i}", "scans", p, "extraction.checks_pass", passed / 4, passed, 4)]
+    return build(rows, pipelines=["A", "B"])
+
+
+def test_a_checks_only_class_shows_checks_pass():
+    report = mixed_report()
+    assert headline_keys(report.summary, doc_class="scans")["extraction"] == ("extraction.checks_pass", "")
+    assert headline_keys(report.summary, doc_class="prose")["extraction"] == ("extraction.cer_norm", "")
+    assert headline_keys(report.summary)["extraction"] == ("extraction.cer_norm", "")  # __all__ has CER values
+    assert all_headline_keys(report.summary) == [("extraction.cer_norm", ""), ("extraction.checks_pass", "")]
+    by_class = {h.doc_class: h for h in headlines(report)}
+    scans = by_class["scans"].rows
+    assert [r.metric for r in scans] == ["extraction.checks_pass"]
+    # micro: A (3 + 4) / (4 + 4) = 0.875, B (1 + 2) / 8 = 0.375
+    assert [c.value for c in scans[0].cells] == [0.875, 0.375]
+    prose = by_class["prose"].rows
+    assert [r.metric for r in prose] == ["extraction.cer_norm"]
+    assert prose[0].cells[0].value == (10 + 30) / 200  # 0.2
+    assert any(t.metric == "extraction.checks_pass" and t.doc_class == "scans" for t in report.paired_tests)
+    assert "| extraction.checks\\_pass ↑ | 0.875 " in render_markdown(report)
