@@ -11,6 +11,7 @@ their class. Steps and auditors are built once per worker process and options.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
 from ingestaudit.parsers.routing import ParserSpec, Unrouted
 from ingestaudit.pipeline import Pipeline, StageChoice
+from ingestaudit.stages.embedders.base import EMBED_THREADS
 from ingestaudit.steps import step_artefact, with_step
 from ingestaudit.truth import Truth
 
@@ -125,24 +127,14 @@ def precomputed_or(choice: StageChoice) -> Any:
     return chunker
 
 
-EMBED_THREADS = 1
-"""Torch intra-op threads while embedding, in every process: a matrix product split over another number of threads
-may sum in another order, so a fixed count keeps the vectors (and every index and retrieval number) the same on
-every executor and worker count. One thread per worker also never oversubscribes the cores."""
-
-
 @contextmanager
 def embedding_threads(active: bool = True) -> Iterator[None]:
-    """Run the block with `EMBED_THREADS` torch threads (torch imported first when it is installed, so the first
-    document is embedded like the others); in the main process the previous count is restored after. Does nothing
-    when not ``active`` (no chunk is embedded)."""
-    torch = None
-    if active:
-        try:
-            import torch
-        except ImportError:  # an embedder without torch: nothing to fix
-            torch = None
-    if torch is None:
+    """Run the block with `EMBED_THREADS` torch threads when torch is already imported (an embedder plug-in that
+    imports it at module level); in the main process the previous count is restored after. Never imports torch
+    itself: a run whose every vector is cached must not pay for it. The built-in embedders fix the count around
+    each forward pass themselves (`SentenceTransformerEmbedder.embed`). Does nothing when not ``active``."""
+    torch = sys.modules.get("torch") if active else None
+    if torch is None or not hasattr(torch, "get_num_threads"):
         yield
         return
     before = torch.get_num_threads()

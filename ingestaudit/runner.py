@@ -434,15 +434,18 @@ def _check_corpus_steps(pipelines: list[Pipeline], stages: list[str], opts: dict
 
 
 def _check_embedders(pipelines: list[Pipeline], cache_dir: str | None) -> None:
-    """Load each pipeline's embedder once before any document runs: a missing model or tokenizer is one clear error.
+    """Check each pipeline's embedder once before any document runs (`Embedder.preflight`: packages and model files,
+    without loading the model, which loads only when a text is missing from the cache): a missing model or
+    tokenizer is one clear error.
 
     Raises:
-        ValueError: the embedder cannot be built or its model does not load (the message names the set-up command).
+        ValueError: the embedder cannot be built or its model files are missing (the message names the set-up
+            command).
     """
     for choice in {repr(p.stage("embedder")): p.stage("embedder") for p in pipelines}.values():
         try:
             embedder = stage_impl("embedder", choice, cache_dir)
-            check = getattr(embedder, "check", None) or getattr(getattr(embedder, "embedder", None), "check", None)
+            check = getattr(embedder, "preflight", None) or getattr(embedder, "check", None)
             if check is not None:
                 check()
         except Exception as exc:
