@@ -28,6 +28,7 @@ from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedF
 from ingestaudit.parsers.routing import ParserSpec, Unrouted
 from ingestaudit.pipeline import Pipeline, StageChoice
 from ingestaudit.stages.embedders.base import EMBED_THREADS
+from ingestaudit.step_times import restore, take, timed
 from ingestaudit.steps import step_artefact, with_step
 from ingestaudit.truth import Truth
 
@@ -66,6 +67,7 @@ class TaskResult:
     warning_count: int = 0  # how many it raised in all
     artefacts: dict[str, tuple[Any, str]] = field(default_factory=dict)
     unread: bool = False  # a routed pipeline has no route that reads the document (`Unrouted`)
+    step_seconds: dict[str, float] = field(default_factory=dict)  # `ingestaudit.step_times` keys of this task
 
 
 CHAIN_STAGES = ("chunking", "retrieval", "index")
@@ -258,7 +260,8 @@ def corpus_artefacts(task: Task, auditors: list[Auditor], item: ItemArtefacts,
     out: dict[str, tuple[Any, str]] = {}
     for a in auditors:
         if a.scope is Scope.CORPUS:
-            got, msg = artefact_item(with_step(a, task.pipeline), item, context.get(a.stage, ()))
+            with timed(f"auditor.{a.stage}"):
+                got, msg = artefact_item(with_step(a, task.pipeline), item, context.get(a.stage, ()))
             out[a.stage] = (got.artefact, step_failures.get(a.stage, "") or msg)
     return out
 
@@ -333,7 +336,15 @@ def kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
 def run_task(task: Task) -> TaskResult:
     """`_run_task` with its rows in store form (`ingestaudit.store.record`: serialised here, in the worker, so the
     main process only moves them to the store)."""
-    return packed(_run_task(task))
+    outer = take()  # the serial executor runs tasks in the main process: its own totals are put back after
+    try:
+        with timed("task"):
+            res = _run_task(task)
+        res.step_seconds = take()
+    finally:
+        take()  # a task that raised: its partial times are dropped, never counted for the next one
+        restore(outer)
+    return packed(res)
 
 
 def packed(res: TaskResult) -> TaskResult:
@@ -374,7 +385,8 @@ def _run_task(task: Task) -> TaskResult:
                           artefacts=_without_output_artefacts(task, auditors, State.NO_PREDICTION, ""))
 
     try:
-        parsed = _parse(task)
+        with timed("parse"):
+            parsed = _parse(task)
     except UnsupportedFormat as exc:
         return without_output(State.SKIPPED, str(exc), [])
     except Unrouted as exc:
@@ -435,8 +447,9 @@ def _run_task(task: Task) -> TaskResult:
         out: list[Measurement] = []
         for a in group:
             try:
-                out += [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class,
-                                       pipeline=task.pipeline.name) for s in a.audit(item)]
+                with timed(f"auditor.{a.stage}"):
+                    out += [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class,
+                                           pipeline=task.pipeline.name) for s in a.audit(item)]
             except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
                 if propagates(exc):
                     raise

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ingestaudit import __version__
+from ingestaudit import __version__, step_times
 from ingestaudit.auditors.base import ArtefactItem, Auditor, PipelineContext, Scope
 from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
 from ingestaudit.chain import DocChunks
@@ -242,10 +242,16 @@ class _Collector:
         self.chunks: dict[int, list[tuple[int, DocChunks]]] = {}
         self.vectors = [VectorSpill(work / "vectors", f"pipeline-{p}") for p in range(self.n)] if spill_vectors \
             else None
+        self.step_seconds: dict[str, dict[str, float]] = {p.name: {} for p in pipelines}  # summed task times
+
+    def take_times(self, pipeline: str) -> None:
+        """Add this process's `ingestaudit.step_times` totals (taken) to ``pipeline``'s."""
+        step_times.add(self.step_seconds[pipeline], step_times.take())
 
     def add(self, index: int, task: Task, result: TaskResult, runnable: bool) -> None:
         """The result of task ``index`` (canonical position); ``runnable``: it was sent to the executor."""
         d, p = divmod(index, self.n)
+        step_times.add(self.step_seconds[task.pipeline.name], result.step_seconds)
         slot = self.pending.setdefault(d, {})
         slot[p] = (task, result, runnable)
         if len(slot) == self.n:
@@ -306,11 +312,14 @@ def _corpus_stages(collector: _Collector, pipelines: list[Pipeline], stage_args:
         for p, pipe in enumerate(pipelines):
             items = collector.corpus_items(stage, p)
             try:  # an auditor that reads a step (dedup): the pipeline's step runs here, once per pipeline
-                result = with_step(auditor, pipe).audit_artefacts(items, contexts.get(stage, ()))
+                with step_times.timed(f"auditor.{stage}"):
+                    result = with_step(auditor, pipe).audit_artefacts(items, contexts.get(stage, ()))
             except Exception as exc:  # one stage failing never stops the report
                 msg = f"{type(exc).__name__}: {exc}"
                 failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
                 continue
+            finally:
+                collector.take_times(pipe.name)
             classes = {i.doc_id: i.doc_class for i in items}
             del items
             first = 0
@@ -350,47 +359,60 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     if not stages:
         return summary, details, failures, timings
     for p, pipe in enumerate(pipelines):
-        docs = collector.doc_chunks(p)
-        # one index step and one retrieve step per pipeline, read by every pipeline-level auditor
-        ctx = with_index_steps(PipelineContext(pipe, docs, list(questions.questions), question_classes,
-                                               _question_embedder(pipe, config.run.cache_dir),
-                                               config.run.min_span_coverage, config.run.seed, list(rejected or ()),
-                                               config.limits))
-        for si, stage, auditor in stages:
-            try:
-                result = auditor.audit_pipeline(ctx)
-            except Exception as exc:  # one stage failing never stops the report
-                msg = f"{type(exc).__name__}: {exc}"
-                failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
-                continue
-            failures += [Failure(item="", pipeline=pipe.name, stage=stage, message=m) for m in result.failures]
-            first = 0
-            while result.item_scores:
-                part = result.item_scores[:ROW_SLICE]
-                del result.item_scores[:ROW_SLICE]
-                store.append([Measurement.of(sc, item=item, doc_class=cls, pipeline=pipe.name, item_kind=kind)
-                              for item, kind, cls, sc in part], 1000 + si, first)
-                first += len(part)
-            summary += [corpus_summary_row(sc, pipeline=pipe.name, doc_class=cls, n_docs=n)
-                        for cls, sc, n in result.corpus_scores]
-            details += [StageDetail(pipeline=pipe.name, stage=stage, name=name, data=data)
-                        for name, data in sorted(result.details.items())]
-            if result.timings:
-                timings.setdefault(pipe.name, {})[stage] = result.timings
-        timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
-        if keeper is not None:
-            try:  # a pipeline whose vectors cannot be kept is one failure; its rows and the run go on
-                details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
-            except Exception as exc:
-                failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
-                                        message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
-        del docs, ctx
+        with step_times.timed("pipeline"):  # reading the chunks back, the context; the stages' own keys nest in it
+            _pipeline_stages_of(p, pipe, collector, stages, questions, question_classes, config, store, rejected,
+                                keeper, summary, details, failures, timings)
+        collector.take_times(pipe.name)
     order = {p.name: i for i, p in enumerate(pipelines)}
     stage_pos = {stage: k for k, (_, stage, _) in enumerate(stages)}
     # the order the stages ran in before they ran pipeline by pipeline: stage, then pipeline
     summary.sort(key=lambda r: (stage_pos.get(r.stage, len(stage_pos)), order.get(r.pipeline, -1)))
     details.sort(key=lambda r: (stage_pos.get(r.stage, len(stage_pos)), order.get(r.pipeline, -1)))
     return summary, details, failures, timings
+
+
+def _pipeline_stages_of(p: int, pipe: Pipeline, collector: _Collector, stages: list, questions: QuestionSet,
+                        question_classes: dict[str, str], config: Config, store: Any,
+                        rejected: list[tuple[str, str, str]] | None, keeper: Any, summary: list[SummaryRow],
+                        details: list[StageDetail], failures: list[Failure], timings: dict[str, Any]) -> None:
+    """`_pipeline_stages` for pipeline ``pipe`` (number ``p``): its rows, summary, details, failures and timings
+    appended to the lists and dict given."""
+    docs = collector.doc_chunks(p)
+    # one index step and one retrieve step per pipeline, read by every pipeline-level auditor
+    ctx = with_index_steps(PipelineContext(pipe, docs, list(questions.questions), question_classes,
+                                           _question_embedder(pipe, config.run.cache_dir),
+                                           config.run.min_span_coverage, config.run.seed, list(rejected or ()),
+                                           config.limits))
+    for si, stage, auditor in stages:
+        try:
+            with step_times.timed(f"auditor.{stage}"):
+                result = auditor.audit_pipeline(ctx)
+        except Exception as exc:  # one stage failing never stops the report
+            msg = f"{type(exc).__name__}: {exc}"
+            failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
+            continue
+        failures += [Failure(item="", pipeline=pipe.name, stage=stage, message=m) for m in result.failures]
+        first = 0
+        while result.item_scores:
+            part = result.item_scores[:ROW_SLICE]
+            del result.item_scores[:ROW_SLICE]
+            store.append([Measurement.of(sc, item=item, doc_class=cls, pipeline=pipe.name, item_kind=kind)
+                          for item, kind, cls, sc in part], 1000 + si, first)
+            first += len(part)
+        summary += [corpus_summary_row(sc, pipeline=pipe.name, doc_class=cls, n_docs=n)
+                    for cls, sc, n in result.corpus_scores]
+        details += [StageDetail(pipeline=pipe.name, stage=stage, name=name, data=data)
+                    for name, data in sorted(result.details.items())]
+        if result.timings:
+            timings.setdefault(pipe.name, {})[stage] = result.timings
+    timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
+    if keeper is not None:
+        try:  # a pipeline whose vectors cannot be kept is one failure; its rows and the run go on
+            details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
+        except Exception as exc:
+            failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
+                                    message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
+    del docs, ctx
 
 
 def _keep_vectors(keeper: Any, p: int, pipe: Pipeline, docs: list[DocChunks], questions: QuestionSet,
@@ -467,7 +489,7 @@ def _check_steps(pipelines: list[Pipeline], stages: list[str], opts: dict[str, d
 
 
 def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
-        progress: Callable[[int], Callable[[], None]] | None = None, work_dir: Path | None = None,
+        progress: Callable[[int], Callable[..., None]] | None = None, work_dir: Path | None = None,
         keep_vectors: bool = False, events: Path | None = None) -> Report:
     """Audit ``corpus`` with ``pipelines`` and build the report.
 
@@ -483,7 +505,9 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
             rows are ``skipped`` with the limit named, listed once in ``failures`` (stage ``limits``).
         pipelines: the pipelines, in report order (see `ingestaudit.pipeline.resolve`).
         config: effective configuration (stages, seed, workers, budgets, options).
-        progress: called once with the number of tasks; returns a callback invoked after each task.
+        progress: called once with the number of document tasks; returns ``tick``, called as ``tick(pipeline)``
+            after each task of that pipeline and ``tick(None, step)`` when the run moves on to ``step`` after the
+            documents (`ingestaudit.run_progress`).
         work_dir: a private folder for the run's spill files and its measurement store; default: a new temporary
             folder, removed when the returned report is garbage-collected (the report reads its rows from the
             store there, `Report.store_path`, until `ingestaudit.io.write_report` copies it beside report.json).
@@ -509,6 +533,7 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
 
     from ingestaudit.executors import make_executor
 
+    step_times.begin_run()
     own = work_dir is None
     work = Path(tempfile.mkdtemp(prefix="ingestaudit-run-")) if own else Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -614,6 +639,8 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
                 continue
             sendable.append(d * n_pipes + p)
     tick = progress(n_runnable) if progress else None
+    run_seconds = {"startup": step_times.since_run_start()}  # the run-level keys of `ingestaudit.step_times`
+    step_times.take()
     for d, doc in enumerate(corpus.documents):  # tasks that cannot be pickled: error rows, on every executor
         if doc.doc_id in skip:
             continue
@@ -623,15 +650,19 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
                 task = tasks[d * n_pipes + p]
                 collector.add(d * n_pipes + p, task, failed(task, _unsendable_message(doc.doc_id, why)), True)
                 if tick:
-                    tick()
+                    tick(pipe.name)
     if sendable:
         order = sendable
         view = _Subset(tasks, order)
         for j, res in _stream(view, executor, config.run.doc_timeout_s):
-            collector.add(order[j], view.without_truth(j), res, True)
+            with step_times.timed("collect"):
+                collector.add(order[j], view.without_truth(j), res, True)
             if tick:
-                tick()
+                tick(pipelines[order[j] % n_pipes].name)
+    step_times.add(run_seconds, step_times.take())
     failures += collector.failures
+    if tick:
+        tick(None, "corpus-level stages, index and retrieval")
     docs = {d.doc_id: d for d in corpus.documents}
     corpus_summary, details, corpus_failures = _corpus_stages(
         collector, pipelines, stage_args, contexts, store,
@@ -646,6 +677,9 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         collector, pipelines, stage_args, questions, question_classes, config, store, rejected, keeper)
     if keeper is not None:
         keeper.finish()
+    summary_started = step_times.now()
+    if tick:
+        tick(None, "summary: aggregates, intervals, paired tests")
     if events is not None:
         from ingestaudit.events import freshness_rows
 
@@ -657,6 +691,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     details += p_details
     failures += corpus_failures + p_failures
     warned = collector.warned
+    collector_times = collector.step_seconds
     del collector
     release_memory(store.rows)
     path = work / STORE_NAME
@@ -716,7 +751,9 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         paired_tests=tests, verdict=verdict)
     report.store_path = path
     report.store_owned = True
-    report.timings = timings
+    run_seconds["summary"] = step_times.now() - summary_started
+    report.timings = step_times.with_step_seconds(timings, collector_times, run_seconds, config.run.workers,
+                                                  config.run.executor)
     report.kept_vectors = keeper.folder if keeper is not None else None
     return report
 
