@@ -2,7 +2,9 @@
 sentence-transformers or torch, neither in the main process nor in the worker process that runs the document.
 
 Each run is a fresh interpreter (a module imported by an earlier test would hide an import); the worker's modules
-are read by wrapping the task function the executor sends (`_probe.After`), after the task ran."""
+are read by wrapping the task function the executor sends (`_probe.After`), after the task ran. Every default
+stage runs, the chunking auditor's spaCy sentencizer included (spaCy's thinc would import torch: it is imported
+with torch hidden, `ingestaudit.metrics.chunking._sentencizer`)."""
 
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ from ingestaudit.runner import run
 
 if __name__ == "__main__":
     cfg = load_config(Path(sys.argv[1]), trusted=True)
-    cfg.run.executor, cfg.run.workers, cfg.run.stages = sys.argv[2], 1, ["retrieval", "index"]
+    cfg.run.executor, cfg.run.workers = sys.argv[2], 1  # every default stage: the questions turn the chain on
     found = discover(Path(sys.argv[4]))
     pipes = resolve(configured=cfg.pipelines, selected=[], parsers=[], outputs=None, sweeps=[],
                     default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
@@ -103,3 +105,30 @@ def test_a_run_whose_embeddings_are_all_cached_imports_neither_sentence_transfor
     assert values_warm == values
     assert len(workers) == 1 and workers[0]["pid"] != os.getpid()
     assert main == [] and workers[0]["heavy"] == []
+
+
+def test_the_chunking_sentencizer_imports_neither_torch_nor_presidio_and_splits_as_spacy_does():
+    """The chunking auditor's sentencizer (`ingestaudit.metrics.chunking.sentence_spans`) in a fresh interpreter:
+    spaCy without torch (thinc's optional layers) and without the Presidio factory entry point; its sentences are
+    those of spaCy's usual ``spacy.blank("en")`` + sentencizer (the oracle, built afterwards in the same process),
+    and torch still imports afterwards."""
+    text = "Dr. Smith went to e.g. Paris. He left! Did he? Yes.\n\nA heading\nwith no stop"
+    code = f'''
+import json, sys
+from ingestaudit.metrics.chunking import sentence_spans
+spans = sentence_spans({text!r})
+heavy = sorted(m for m in ("torch", "transformers", "presidio_analyzer") if m in sys.modules)
+import spacy
+nlp = spacy.blank("en"); nlp.add_pipe("sentencizer")
+oracle = [[s.start_char, s.end_char] for s in nlp({text.split(chr(10) * 2)[0]!r}).sents]
+import torch
+print(json.dumps([spans, heavy, oracle, torch.__version__ != ""]))
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    spans, heavy, oracle, torch_imports = json.loads(out.stdout.strip().splitlines()[-1])
+    assert heavy == [] and torch_imports
+    # the first paragraph as spaCy splits it; the blank line then ends a sentence, trailing blanks trimmed
+    assert [list(s) for s in spans[:4]] == oracle == [[0, 29], [30, 38], [39, 46], [47, 51]]
+    assert [list(s) for s in spans[4:]] == [[53, 75]]  # "A heading\nwith no stop"

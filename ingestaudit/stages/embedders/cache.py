@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ingestaudit.errors import EmbeddingError
 from ingestaudit.stages.embedders.base import Embedder, EmbedderError, as_unit_float32
 
 CACHE_ENV = "INGESTAUDIT_CACHE"
@@ -48,9 +49,10 @@ DEFAULT_FOLDER = Path("~/.cache/ingestaudit/embeddings")
 _LOADED_SHARDS = 64  # shards whose vectors are kept in memory (least recently used dropped first)
 
 
-class EmbeddingCacheWarning(UserWarning):
+class EmbeddingCacheWarning(EmbeddingError, UserWarning):
     """A cache shard was not used (truncated, of another model or of another library version); its texts are
-    embedded again. The message names the file."""
+    embedded again. Issued with `warnings.warn`, never raised; the message names the file. Of the embedder family
+    (`ingestaudit.errors.EmbeddingError`) so that ``-W error::ingestaudit.errors.IngestAuditError`` makes it fatal."""
 
 
 def versions_text(versions: dict[str, str] | None) -> str:
