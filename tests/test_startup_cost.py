@@ -16,10 +16,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "sentence_transformers", "transformers")
+OPTIONAL = ("ingestaudit.parsers.tesseract_parser", "pytesseract", "spacy", "presidio_analyzer", "lingua",
+            "unstructured", "torch", "sentence_transformers", "transformers")
+"""What an extraction-only run of a born-digital PDF has no use for."""
 
 PROBE = f'''
 import json, os, sys
-HEAVY = {HEAVY!r}
+HEAVY = {tuple(dict.fromkeys(HEAVY + OPTIONAL))!r}
 
 def heavy():
     return sorted(m for m in HEAVY if m in sys.modules)
@@ -60,6 +63,8 @@ from ingestaudit.runner import run
 if __name__ == "__main__":
     cfg = load_config(Path(sys.argv[1]), trusted=True)
     cfg.run.executor, cfg.run.workers = sys.argv[2], 1  # every default stage: the questions turn the chain on
+    if len(sys.argv) > 5:
+        cfg.run.stages = sys.argv[5].split(",")
     found = discover(Path(sys.argv[4]))
     pipes = resolve(configured=cfg.pipelines, selected=[], parsers=[], outputs=None, sweeps=[],
                     default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
@@ -70,14 +75,15 @@ if __name__ == "__main__":
 '''
 
 
-def _run(tmp_path: Path, executor: str) -> tuple[list[str], list[dict], dict[str, float]]:
+def _run(tmp_path: Path, executor: str, *stages: str,
+         corpus: str = "corpus") -> tuple[list[str], list[dict], dict[str, float]]:
     """One audit in a fresh interpreter; returns the main process's heavy modules, each task's worker report and
     the retrieval summary's values (metric/class -> macro)."""
-    worker_log = tmp_path / f"worker-{executor}.jsonl"
+    worker_log = tmp_path / f"worker-{executor}-{corpus}.jsonl"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
     out = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "cfg.toml"), executor,
-                          str(worker_log), str(tmp_path / "corpus")], capture_output=True, text=True, env=env,
-                         cwd=tmp_path)
+                          str(worker_log), str(tmp_path / corpus), *([",".join(stages)] if stages else [])],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     workers = [json.loads(line) for line in worker_log.read_text().splitlines()] if worker_log.exists() else []
@@ -104,7 +110,25 @@ def test_a_run_whose_embeddings_are_all_cached_imports_neither_sentence_transfor
     main, workers, values_warm = _run(tmp_path, "process")
     assert values_warm == values
     assert len(workers) == 1 and workers[0]["pid"] != os.getpid()
-    assert main == [] and workers[0]["heavy"] == []
+    assert set(main) & set(HEAVY) == set() and set(workers[0]["heavy"]) & set(HEAVY) == set()
+
+
+def test_an_extraction_run_imports_no_ocr_nlp_or_model_package(tmp_path: Path):
+    """``--stage extraction`` on one born-digital PDF of the demo (the default parsers), with a worker process:
+    neither ingestaudit's Tesseract wrapper nor spaCy, Presidio, lingua, unstructured or torch is imported."""
+    (tmp_path / "_probe.py").write_text(PROBE)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    demo = ROOT / "fixtures" / "demo"
+    corpus = tmp_path / "pdf"
+    (corpus / "docs" / "born_digital").mkdir(parents=True)
+    (corpus / "truth" / "born_digital").mkdir(parents=True)
+    for src, dst in ((demo / "docs/born_digital/pump_field_note.pdf", corpus / "docs/born_digital/note.pdf"),
+                     (demo / "truth/born_digital/pump_field_note.txt", corpus / "truth/born_digital/note.txt")):
+        dst.write_bytes(src.read_bytes())
+    (tmp_path / "cfg.toml").write_text(f'[run]\ncache_dir = "{tmp_path / "cache"}"\n')
+    main, workers, _ = _run(tmp_path, "process", "extraction", corpus="pdf")
+    assert len(workers) >= 1
+    assert main == [] and all(w["heavy"] == [] for w in workers), (main, workers)
 
 
 def test_the_chunking_sentencizer_imports_neither_torch_nor_presidio_and_splits_as_spacy_does():
