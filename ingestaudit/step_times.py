@@ -118,8 +118,10 @@ def with_step_seconds(timings: dict, pipelines: dict[str, dict[str, float]], run
 
 def finish_report(timings: dict, report_seconds: float) -> None:
     """Add ``report`` (writing the report files, seconds) to the run's ``step_seconds`` and ``wall_s`` (from
-    `begin_run` to now) to its entry, in place; nothing when ``timings`` has no `RUN_KEY` entry."""
+    `begin_run` to now) to its entry, in place; nothing when ``timings`` has no `RUN_KEY` entry, or has its
+    ``wall_s`` already (timings.json read back by ``ingestaudit report``), or no run began in this process."""
     run = timings.get(RUN_KEY)
-    if isinstance(run, dict) and isinstance(run.get("step_seconds"), dict) and "start" in _RUN:
+    if isinstance(run, dict) and isinstance(run.get("step_seconds"), dict) and "start" in _RUN \
+            and "wall_s" not in run:  # once: a report re-rendered later (``ingestaudit report``) keeps its run's
         run["step_seconds"]["report"] = round(report_seconds, 6)
         run["wall_s"] = round(since_run_start(), 6)

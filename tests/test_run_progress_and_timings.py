@@ -127,3 +127,17 @@ def test_timings_step_seconds_add_up_to_the_wall_time_and_profile_prints_them(mo
 def test_quiet_prints_no_progress(monkeypatch, tiny_run):
     _, stderr, _ = _invoke(monkeypatch, tiny_run, "r2", "--quiet", "--stage", "extraction")
     assert DOCUMENT_STEP not in stderr and "1/1" not in stderr and "profile" not in stderr
+
+
+def test_a_re_rendered_report_keeps_its_runs_wall_time_and_report_seconds():
+    """`finish_report` completes a run's entry once: timings.json read back by ``ingestaudit report`` (it has
+    ``wall_s``) is written unchanged, whatever ran in this process before."""
+    from ingestaudit.step_times import RUN_KEY, begin_run, finish_report
+
+    begin_run()
+    fresh = {RUN_KEY: {"step_seconds": {"parse": 1.0}}}
+    finish_report(fresh, 0.25)
+    assert fresh[RUN_KEY]["step_seconds"] == {"parse": 1.0, "report": 0.25} and fresh[RUN_KEY]["wall_s"] >= 0
+    old = {RUN_KEY: {"step_seconds": {"parse": 1.0, "report": 2.0}, "wall_s": 9.5}}
+    finish_report(old, 0.25)
+    assert old == {RUN_KEY: {"step_seconds": {"parse": 1.0, "report": 2.0}, "wall_s": 9.5}}
