@@ -359,9 +359,44 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     if not stages:
         return summary, details, failures, timings
     for p, pipe in enumerate(pipelines):
-        with step_times.timed("pipeline"):  # reading the chunks back, the context; the stages' own keys nest in it
-            _pipeline_stages_of(p, pipe, collector, stages, questions, question_classes, config, store, rejected,
-                                keeper, summary, details, failures, timings)
+        step_times.begin("pipeline")  # reading the chunks back, the context; the stages' own keys nest in it
+        docs = collector.doc_chunks(p)
+        # one index step and one retrieve step per pipeline, read by every pipeline-level auditor
+        ctx = with_index_steps(PipelineContext(pipe, docs, list(questions.questions), question_classes,
+                                               _question_embedder(pipe, config.run.cache_dir),
+                                               config.run.min_span_coverage, config.run.seed, list(rejected or ()),
+                                               config.limits))
+        for si, stage, auditor in stages:
+            try:
+                with step_times.timed(f"auditor.{stage}"):
+                    result = auditor.audit_pipeline(ctx)
+            except Exception as exc:  # one stage failing never stops the report
+                msg = f"{type(exc).__name__}: {exc}"
+                failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
+                continue
+            failures += [Failure(item="", pipeline=pipe.name, stage=stage, message=m) for m in result.failures]
+            first = 0
+            while result.item_scores:
+                part = result.item_scores[:ROW_SLICE]
+                del result.item_scores[:ROW_SLICE]
+                store.append([Measurement.of(sc, item=item, doc_class=cls, pipeline=pipe.name, item_kind=kind)
+                              for item, kind, cls, sc in part], 1000 + si, first)
+                first += len(part)
+            summary += [corpus_summary_row(sc, pipeline=pipe.name, doc_class=cls, n_docs=n)
+                        for cls, sc, n in result.corpus_scores]
+            details += [StageDetail(pipeline=pipe.name, stage=stage, name=name, data=data)
+                        for name, data in sorted(result.details.items())]
+            if result.timings:
+                timings.setdefault(pipe.name, {})[stage] = result.timings
+        timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
+        if keeper is not None:
+            try:  # a pipeline whose vectors cannot be kept is one failure; its rows and the run go on
+                details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
+            except Exception as exc:
+                failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
+                                        message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
+        del docs, ctx
+        step_times.end("pipeline")
         collector.take_times(pipe.name)
     order = {p.name: i for i, p in enumerate(pipelines)}
     stage_pos = {stage: k for k, (_, stage, _) in enumerate(stages)}
@@ -369,50 +404,6 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     summary.sort(key=lambda r: (stage_pos.get(r.stage, len(stage_pos)), order.get(r.pipeline, -1)))
     details.sort(key=lambda r: (stage_pos.get(r.stage, len(stage_pos)), order.get(r.pipeline, -1)))
     return summary, details, failures, timings
-
-
-def _pipeline_stages_of(p: int, pipe: Pipeline, collector: _Collector, stages: list, questions: QuestionSet,
-                        question_classes: dict[str, str], config: Config, store: Any,
-                        rejected: list[tuple[str, str, str]] | None, keeper: Any, summary: list[SummaryRow],
-                        details: list[StageDetail], failures: list[Failure], timings: dict[str, Any]) -> None:
-    """`_pipeline_stages` for pipeline ``pipe`` (number ``p``): its rows, summary, details, failures and timings
-    appended to the lists and dict given."""
-    docs = collector.doc_chunks(p)
-    # one index step and one retrieve step per pipeline, read by every pipeline-level auditor
-    ctx = with_index_steps(PipelineContext(pipe, docs, list(questions.questions), question_classes,
-                                           _question_embedder(pipe, config.run.cache_dir),
-                                           config.run.min_span_coverage, config.run.seed, list(rejected or ()),
-                                           config.limits))
-    for si, stage, auditor in stages:
-        try:
-            with step_times.timed(f"auditor.{stage}"):
-                result = auditor.audit_pipeline(ctx)
-        except Exception as exc:  # one stage failing never stops the report
-            msg = f"{type(exc).__name__}: {exc}"
-            failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
-            continue
-        failures += [Failure(item="", pipeline=pipe.name, stage=stage, message=m) for m in result.failures]
-        first = 0
-        while result.item_scores:
-            part = result.item_scores[:ROW_SLICE]
-            del result.item_scores[:ROW_SLICE]
-            store.append([Measurement.of(sc, item=item, doc_class=cls, pipeline=pipe.name, item_kind=kind)
-                          for item, kind, cls, sc in part], 1000 + si, first)
-            first += len(part)
-        summary += [corpus_summary_row(sc, pipeline=pipe.name, doc_class=cls, n_docs=n)
-                    for cls, sc, n in result.corpus_scores]
-        details += [StageDetail(pipeline=pipe.name, stage=stage, name=name, data=data)
-                    for name, data in sorted(result.details.items())]
-        if result.timings:
-            timings.setdefault(pipe.name, {})[stage] = result.timings
-    timings.setdefault(pipe.name, {})["steps"] = {"index": ctx.index.timings()}
-    if keeper is not None:
-        try:  # a pipeline whose vectors cannot be kept is one failure; its rows and the run go on
-            details.append(_keep_vectors(keeper, p, pipe, docs, questions, config))
-        except Exception as exc:
-            failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
-                                    message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
-    del docs, ctx
 
 
 def _keep_vectors(keeper: Any, p: int, pipe: Pipeline, docs: list[DocChunks], questions: QuestionSet,

@@ -28,22 +28,38 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _TOTALS: dict[str, float] = {}
-_STACK: list[list[float]] = []  # per open block: [start, seconds of nested blocks]
+_STACK: list[list] = []  # per open block: [start, seconds of nested blocks, key]
 
 
 @contextmanager
 def timed(key: str) -> Iterator[None]:
     """Add the block's wall-clock seconds, minus those of the timed blocks nested in it, to ``key``."""
-    frame = [time.perf_counter(), 0.0]
-    _STACK.append(frame)
+    begin(key)
     try:
         yield
     finally:
-        _STACK.pop()
-        total = time.perf_counter() - frame[0]
-        _TOTALS[key] = _TOTALS.get(key, 0.0) + max(total - frame[1], 0.0)
-        if _STACK:
-            _STACK[-1][1] += total
+        end(key)
+
+
+def begin(key: str) -> None:
+    """Open a block of ``key`` (`timed` without a ``with``: close it with `end`)."""
+    _STACK.append([time.perf_counter(), 0.0, key])
+
+
+def end(key: str) -> None:
+    """Close the innermost open block, which must be ``key``'s, and add its exclusive seconds to ``key``.
+
+    Raises:
+        RuntimeError: no open block, or the innermost one is another key's.
+    """
+    if not _STACK or _STACK[-1][2] != key:
+        raise RuntimeError(f"step_times.end({key!r}): the innermost open block is "
+                           f"{_STACK[-1][2] if _STACK else 'none'!r}")
+    start, nested, _ = _STACK.pop()
+    total = time.perf_counter() - start
+    _TOTALS[key] = _TOTALS.get(key, 0.0) + max(total - nested, 0.0)
+    if _STACK:
+        _STACK[-1][1] += total
 
 
 def take() -> dict[str, float]:
