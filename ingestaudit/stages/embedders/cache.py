@@ -99,7 +99,7 @@ def _write_atomically(path: Path, write) -> None:
 
 
 class EmbeddingCache:
-    """Vectors on disk keyed by (model id, `text_key`); see the module docstring.
+    """Vectors on disk keyed by (model id, library versions, `text_key`); see the module docstring.
 
     Args:
         folder: the cache folder (created on first write); None = `default_cache_folder`.
