@@ -1,7 +1,7 @@
 """Per-step wall-clock times of a run (issue 27 point 3): where the seconds went, for ``timings.json`` and
 ``run --profile``.
 
-`timed(key)` adds the seconds spent in its block to this process's totals under ``key``, EXCLUSIVE of the blocks
+`timed(key)` adds the seconds spent in its block to this thread's totals under ``key``, EXCLUSIVE of the blocks
 nested in it (the semantic chunker's embedding inside ``chunk`` counts as ``embed``, not twice), so the keys of one
 process never overlap and their sum is the time spent in timed blocks. A worker resets its totals before each task
 and returns them with the task's result (`take`); the main process sums them per pipeline.
@@ -23,12 +23,21 @@ Keys (seconds, float, >= 0; see README "timings.json"):
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_TOTALS: dict[str, float] = {}
-_STACK: list[list] = []  # per open block: [start, seconds of nested blocks, key]
+
+class _State(threading.local):
+    """Per thread (a Dask worker runs several tasks at once, one per thread): the totals and the open blocks."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self.stack: list[list] = []  # per open block: [start, seconds of nested blocks, key]
+
+
+_STATE = _State()
 
 
 @contextmanager
@@ -42,36 +51,36 @@ def timed(key: str) -> Iterator[None]:
 
 
 def begin(key: str) -> None:
-    """Open a block of ``key`` (`timed` without a ``with``: close it with `end`)."""
-    _STACK.append([time.perf_counter(), 0.0, key])
+    """Open a block of ``key`` in this thread (`timed` without a ``with``: close it with `end`)."""
+    _STATE.stack.append([time.perf_counter(), 0.0, key])
 
 
 def end(key: str) -> None:
-    """Close the innermost open block, which must be ``key``'s, and add its exclusive seconds to ``key``.
-
-    Raises:
-        RuntimeError: no open block, or the innermost one is another key's.
-    """
-    if not _STACK or _STACK[-1][2] != key:
-        raise RuntimeError(f"step_times.end({key!r}): the innermost open block is "
-                           f"{_STACK[-1][2] if _STACK else 'none'!r}")
-    start, nested, _ = _STACK.pop()
+    """Close this thread's innermost open block of ``key`` and add its exclusive seconds to ``key``. Never raises:
+    blocks opened inside it and left open (an exception between a `begin` and its `end`) are closed with it, and
+    an ``end`` without its ``begin`` does nothing (timing never changes a run)."""
+    stack = _STATE.stack
+    if not any(frame[2] == key for frame in stack):
+        return
+    while stack[-1][2] != key:
+        stack.pop()
+    start, nested, _ = stack.pop()
     total = time.perf_counter() - start
-    _TOTALS[key] = _TOTALS.get(key, 0.0) + max(total - nested, 0.0)
-    if _STACK:
-        _STACK[-1][1] += total
+    _STATE.totals[key] = _STATE.totals.get(key, 0.0) + max(total - nested, 0.0)
+    if stack:
+        stack[-1][1] += total
 
 
 def take() -> dict[str, float]:
-    """This process's totals since the last `take`, and reset them (blocks still open keep counting)."""
-    out = dict(_TOTALS)
-    _TOTALS.clear()
+    """This thread's totals since the last `take`, and reset them (blocks still open keep counting)."""
+    out = dict(_STATE.totals)
+    _STATE.totals.clear()
     return out
 
 
 def restore(times: dict[str, float]) -> None:
-    """Add ``times`` (an earlier `take`) back to this process's totals."""
-    add(_TOTALS, times)
+    """Add ``times`` (an earlier `take`) back to this thread's totals."""
+    add(_STATE.totals, times)
 
 
 def add(into: dict[str, float], times: dict[str, float]) -> dict[str, float]:

@@ -141,3 +141,39 @@ def test_a_re_rendered_report_keeps_its_runs_wall_time_and_report_seconds():
     old = {RUN_KEY: {"step_seconds": {"parse": 1.0, "report": 2.0}, "wall_s": 9.5}}
     finish_report(old, 0.25)
     assert old == {RUN_KEY: {"step_seconds": {"parse": 1.0, "report": 2.0}, "wall_s": 9.5}}
+
+
+def test_step_times_are_per_thread_and_never_raise():
+    """A Dask worker runs two tasks at once in two threads: each thread's blocks and totals are its own (the bug:
+    one shared stack made a task's ``end('task')`` meet the other thread's ``auditor.extraction`` and fail the
+    document). An `end` without its `begin` does nothing; an `end` closes the blocks left open inside it."""
+    import threading
+
+    from ingestaudit.step_times import begin, end
+
+    barrier = threading.Barrier(2)
+    got: dict[str, dict] = {}
+
+    def work(name: str) -> None:
+        take()
+        with timed("task"):
+            begin(f"inner.{name}")
+            barrier.wait()  # both threads hold an open inner block at once
+            end(f"inner.{name}")
+        got[name] = take()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got["a"]) == ["inner.a", "task"] and sorted(got["b"]) == ["inner.b", "task"]
+    saved = take()
+    try:
+        end("never-begun")  # nothing, no error
+        begin("outer")
+        begin("left-open")
+        end("outer")  # closes left-open with it
+        assert sorted(take()) == ["outer"]
+    finally:
+        restore(saved)
