@@ -148,7 +148,7 @@ def child_runner(cfg: dict) -> dict:
         def progress(n: int):
             marks["tasks"] = n
 
-            def tick() -> None:
+            def tick(*_: object) -> None:
                 marks["last_task"] = time.perf_counter()
             return tick
 

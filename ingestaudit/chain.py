@@ -30,6 +30,7 @@ from ingestaudit.metrics.chunking import DEFAULT_MIN_SPAN_COVERAGE, evidence_cov
 from ingestaudit.metrics.layout import DEFAULT_THRESHOLD as DEFAULT_HEADING_THRESHOLD
 from ingestaudit.metrics.layout import heading_matches
 from ingestaudit.model import Chunk, ParsedDocument
+from ingestaudit.step_times import timed
 
 __all__ = ["DEFAULT_HEADING_THRESHOLD", "DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt",
            "Cleaning", "DocChunks", "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain",
@@ -318,6 +319,12 @@ def clean_step(cleaner: Any, parsed: ParsedDocument, *, name: str | None = None,
     """
     from ingestaudit.stages.cleaners.base import CleanerInput, CleanResult
 
+    with timed("clean"):
+        return _clean_step(cleaner, parsed, name, labelled_text, CleanerInput, CleanResult)
+
+
+def _clean_step(cleaner: Any, parsed: ParsedDocument, name: str | None, labelled_text: str | None,
+                CleanerInput: Any, CleanResult: Any) -> Cleaning:
     inp = CleanerInput.from_parsed(parsed)
     if cleaner.name == "precomputed" and not isinstance(inp.extras.get("clean_text"), str):
         on_parsed = CleanAttempt(CleanResult(inp.text, {"kept": "no precomputed clean_text: the parsed text is "
@@ -396,6 +403,16 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
         whatever the cleaner, chunker or embedder raise (the runner turns it into ``error`` rows for this document
         and pipeline).
     """
+    with timed("chain"):
+        return _run_chain(parsed, doc_id, doc_class, reference, metadata, cleaner, chunker, embedder, evidence,
+                          min_span_coverage, embed_chunks, cleaning)
+
+
+def _run_chain(parsed: ParsedDocument, doc_id: str, doc_class: str, reference: str | None,
+               metadata: dict[str, Any] | None, cleaner: Any, chunker: Any, embedder: Any | None,
+               evidence: tuple[EvidenceRef, ...], min_span_coverage: float, embed_chunks: bool,
+               cleaning: Cleaning | None) -> ChainOutput:
+    """`run_chain`'s body, each step under its `ingestaudit.step_times` key."""
     from ingestaudit.metrics.alignment import align_chars
     from ingestaudit.metrics.chunking import locate_chunks
     from ingestaudit.metrics.offsets import OffsetMap
@@ -403,7 +420,8 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     from ingestaudit.textlayout import TextLayout
 
     cleaning = cleaning if cleaning is not None else clean_step(cleaner, parsed)
-    cleaned, clean_map = _clean(cleaning, parsed)
+    with timed("clean"):  # the cleaned text's offset map (an alignment for a rewriting cleaner)
+        cleaned, clean_map = _clean(cleaning, parsed)
     passed = (f"cleaner {cleaning.cleaner} cannot handle this document ({cleaning.parsed.error}): the parsed text "
               "is chunked unchanged" if cleaning.parsed.unsupported else "")
     parsed_to_ref = to_ref = None
@@ -418,10 +436,11 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                        extras=dict(parsed.extras))
     if getattr(chunker, "fallback", None) is not None and not isinstance(parsed.extras.get("chunks"), list):
         chunker = chunker.fallback  # an output without chunks: the default chunker runs on it
-    chunks = list(chunker.chunk(inp, embedder))
-    declared = getattr(chunker, "max_overlap", None)
-    check_chunks(chunks, len(cleaned), max_overlap=declared() if callable(declared) else None)
-    located = locate_chunks(cleaned, chunks)
+    with timed("chunk"):
+        chunks = list(chunker.chunk(inp, embedder))
+        declared = getattr(chunker, "max_overlap", None)
+        check_chunks(chunks, len(cleaned), max_overlap=declared() if callable(declared) else None)
+        located = locate_chunks(cleaned, chunks)
     texts = [c.text for c in chunks]
     pages = [layout.page_at(loc[0]) if loc else None for loc in located]
     sections = [tuple(layout.section_path_at(loc[0])) if loc else () for loc in located]
@@ -435,10 +454,11 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
                                    for loc in located])
     tokens: list[int] = []
     if embedder is not None and texts and embed_chunks:
-        tokens = list(embedder.count_tokens(texts))
-        stats = getattr(embedder, "stats", None)  # a CachedEmbedder's counters: this document's model work
-        before = stats() if stats is not None else {}
-        doc.vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        with timed("embed"):
+            tokens = list(embedder.count_tokens(texts))
+            stats = getattr(embedder, "stats", None)  # a CachedEmbedder's counters: this document's model work
+            before = stats() if stats is not None else {}
+            doc.vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
         doc.tokens = tokens
         if stats is not None:
             doc.embed_stats = {k: v - before.get(k, 0) for k, v in stats().items()}

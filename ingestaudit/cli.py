@@ -215,10 +215,16 @@ def run(
     events: Annotated[Optional[Path], typer.Option(envvar="INGESTAUDIT_EVENTS",
                                                    help="JSON lines of {doc, committed_at, indexed_at} and "
                                                         "{query_at, doc}: index freshness rows.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", envvar="INGESTAUDIT_QUIET",
+                                        help="No progress display on stderr (it shows only on a terminal).")] = False,
+    profile: Annotated[bool, typer.Option("--profile", envvar="INGESTAUDIT_PROFILE",
+                                          help="Print the 10 steps that took longest (timings.json "
+                                               "step_seconds) at the end.")] = False,
 ) -> None:
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from ingestaudit.step_times import mark_start
 
+    mark_start()
     from ingestaudit.config import CONFIG_NAME, load_config
     from ingestaudit.corpus import discover
     from ingestaudit.report.escape import terminal_text
@@ -295,12 +301,9 @@ def run(
 
     with _interrupts_stop_the_run(out, state, console):
         with run_folder(out) as work:  # the run's spill files and store, beside the report they become
-            with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=console, transient=True) as bar:
-                def progress(total: int):
-                    task = bar.add_task("audit", total=total)
-                    return lambda: bar.advance(task)
+            from ingestaudit.run_progress import RunProgress
 
+            with RunProgress(console, [p.name for p in pipes], enabled=not quiet) as progress:
                 try:
                     report = run_audit(found, pipes, cfg, progress=progress, work_dir=work,
                                        keep_vectors=keep_vectors, events=events)
@@ -312,11 +315,28 @@ def run(
             drift = _attach_drift(report, baseline, base_report) if keep_vectors else []
             code = _finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
                                verbose, strict, console, state, gate_opts)
+            if profile:
+                _print_profile(report.timings, console)
             if drift:
                 from ingestaudit.embedding_drift import render_drift
 
                 _print_view("\n".join(render_drift(drift)))
     raise typer.Exit(code)
+
+
+def _print_profile(timings: dict, console) -> None:
+    """``--profile``: the 10 largest step times of the run (timings.json ``["(run)"]["step_seconds"]``) on
+    stderr, with their share of the run's wall time."""
+    from ingestaudit.step_times import RUN_KEY, top
+
+    run = timings.get(RUN_KEY) or {}
+    wall = float(run.get("wall_s") or 0.0)
+    steps = run.get("step_seconds") or {}
+    lines = [f"profile: the 10 longest steps (seconds, summed over documents and pipelines; wall {wall:.2f} s, "
+             f"{run.get('workers', 1)} worker(s))"]
+    lines += [f"  {key:<24} {sec:9.3f}" + (f"  {100 * sec / wall:5.1f} %" if wall > 0 else "")
+              for key, sec in top(steps, 10)]
+    console.print("\n".join(lines), highlight=False, markup=False)
 
 
 def _drift(base_spec: str, base_report, head_report, head_folder: Path, maps: list[str] | None = None) -> list:

@@ -11,6 +11,7 @@ their class. Steps and auditors are built once per worker process and options.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,8 @@ from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
 from ingestaudit.parsers.routing import ParserSpec, Unrouted
 from ingestaudit.pipeline import Pipeline, StageChoice
+from ingestaudit.stages.embedders.base import EMBED_THREADS
+from ingestaudit.step_times import restore, take, timed
 from ingestaudit.steps import step_artefact, with_step
 from ingestaudit.truth import Truth
 
@@ -66,6 +69,7 @@ class TaskResult:
     warning_count: int = 0  # how many it raised in all
     artefacts: dict[str, tuple[Any, str]] = field(default_factory=dict)
     unread: bool = False  # a routed pipeline has no route that reads the document (`Unrouted`)
+    step_seconds: dict[str, float] = field(default_factory=dict)  # `ingestaudit.step_times` keys of this task
 
 
 CHAIN_STAGES = ("chunking", "retrieval", "index")
@@ -127,24 +131,14 @@ def precomputed_or(choice: StageChoice) -> Any:
     return chunker
 
 
-EMBED_THREADS = 1
-"""Torch intra-op threads while embedding, in every process: a matrix product split over another number of threads
-may sum in another order, so a fixed count keeps the vectors (and every index and retrieval number) the same on
-every executor and worker count. One thread per worker also never oversubscribes the cores."""
-
-
 @contextmanager
 def embedding_threads(active: bool = True) -> Iterator[None]:
-    """Run the block with `EMBED_THREADS` torch threads (torch imported first when it is installed, so the first
-    document is embedded like the others); in the main process the previous count is restored after. Does nothing
-    when not ``active`` (no chunk is embedded)."""
-    torch = None
-    if active:
-        try:
-            import torch
-        except ImportError:  # an embedder without torch: nothing to fix
-            torch = None
-    if torch is None:
+    """Run the block with `EMBED_THREADS` torch threads when torch is already imported (an embedder plug-in that
+    imports it at module level); in the main process the previous count is restored after. Never imports torch
+    itself: a run whose every vector is cached must not pay for it. The built-in embedders fix the count around
+    each forward pass themselves (`SentenceTransformerEmbedder.embed`). Does nothing when not ``active``."""
+    torch = sys.modules.get("torch") if active else None
+    if torch is None or not hasattr(torch, "get_num_threads"):
         yield
         return
     before = torch.get_num_threads()
@@ -268,7 +262,8 @@ def corpus_artefacts(task: Task, auditors: list[Auditor], item: ItemArtefacts,
     out: dict[str, tuple[Any, str]] = {}
     for a in auditors:
         if a.scope is Scope.CORPUS:
-            got, msg = artefact_item(with_step(a, task.pipeline), item, context.get(a.stage, ()))
+            with timed(f"auditor.{a.stage}"):
+                got, msg = artefact_item(with_step(a, task.pipeline), item, context.get(a.stage, ()))
             out[a.stage] = (got.artefact, step_failures.get(a.stage, "") or msg)
     return out
 
@@ -343,7 +338,15 @@ def kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
 def run_task(task: Task) -> TaskResult:
     """`_run_task` with its rows in store form (`ingestaudit.store.record`: serialised here, in the worker, so the
     main process only moves them to the store)."""
-    return packed(_run_task(task))
+    outer = take()  # the serial executor runs tasks in the main process: its own totals are put back after
+    try:
+        with timed("task"):
+            res = _run_task(task)
+        res.step_seconds = take()
+    finally:
+        take()  # a task that raised: its partial times are dropped, never counted for the next one
+        restore(outer)
+    return packed(res)
 
 
 def packed(res: TaskResult) -> TaskResult:
@@ -384,7 +387,8 @@ def _run_task(task: Task) -> TaskResult:
                           artefacts=_without_output_artefacts(task, auditors, State.NO_PREDICTION, ""))
 
     try:
-        parsed = _parse(task)
+        with timed("parse"):
+            parsed = _parse(task)
     except UnsupportedFormat as exc:
         return without_output(State.SKIPPED, str(exc), [])
     except Unrouted as exc:
@@ -445,8 +449,9 @@ def _run_task(task: Task) -> TaskResult:
         out: list[Measurement] = []
         for a in group:
             try:
-                out += [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class,
-                                       pipeline=task.pipeline.name) for s in a.audit(item)]
+                with timed(f"auditor.{a.stage}"):
+                    out += [Measurement.of(s, item=task.document.doc_id, doc_class=task.doc_class,
+                                           pipeline=task.pipeline.name) for s in a.audit(item)]
             except BaseException as exc:  # an auditor failing on one document gives error rows for that stage only
                 if propagates(exc):
                     raise

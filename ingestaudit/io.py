@@ -432,7 +432,10 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
     import json
 
     from ingestaudit.report.schema import StoreRef
+    from ingestaudit.step_times import now
     from ingestaudit.store import STORE_NAME, write_measurements
+
+    started = now()
 
     from ingestaudit.kept_vectors import kept_files
     from ingestaudit.report.provenance import REPORT_DIRS
@@ -466,7 +469,7 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
         previous = report.store_path
         report.store_path = staged  # the views below read the staged copy
         try:
-            committed = _write_views(stage, report, trend, json)
+            committed = _write_views(stage, report, trend, json, started)
         except BaseException:
             report.store_path = previous
             raise
@@ -478,8 +481,12 @@ def write_report(out: Path, report: Any, *, trend: Callable[[], Any] | None = No
         return committed
 
 
-def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | None, json: Any) -> list[str]:
-    """`write_report` once the store is staged: report.json, the views, timings.json, then the commit."""
+def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | None, json: Any,
+                 started: float) -> list[str]:
+    """`write_report` once the store is staged: report.json, the views, timings.json (with the seconds since
+    ``started``, `ingestaudit.step_times.finish_report`), then the commit."""
+    from ingestaudit.step_times import finish_report, now
+
     from ingestaudit.report.render import render_html, render_markdown
 
     from ingestaudit.report.questions import write_question_files
@@ -490,6 +497,7 @@ def _write_views(stage: StagedOutput, report: Any, trend: Callable[[], Any] | No
     history = trend() if trend is not None else None
     stage.write_text("report.html", render_html(report, history=history))
     if report.timings:
+        finish_report(report.timings, now() - started)
         stage.write_text("timings.json", json.dumps(report.timings, indent=1, sort_keys=True) + "\n")
     if getattr(report, "gate", None) is not None:  # a gated run: its result beside the report (issue 26)
         from ingestaudit.report.gate_result import GATE_FILE

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ingestaudit import __version__
+from ingestaudit import __version__, step_times
 from ingestaudit.auditors.base import ArtefactItem, Auditor, PipelineContext, Scope
 from ingestaudit.auditors.registry import UnknownStage, load_auditor, stage_names
 from ingestaudit.chain import DocChunks
@@ -255,10 +255,16 @@ class _Collector:
         self.chunks: dict[int, list[tuple[int, DocChunks]]] = {}
         self.vectors = [VectorSpill(work / "vectors", f"pipeline-{p}") for p in range(self.n)] if spill_vectors \
             else None
+        self.step_seconds: dict[str, dict[str, float]] = {p.name: {} for p in pipelines}  # summed task times
+
+    def take_times(self, pipeline: str) -> None:
+        """Add this process's `ingestaudit.step_times` totals (taken) to ``pipeline``'s."""
+        step_times.add(self.step_seconds[pipeline], step_times.take())
 
     def add(self, index: int, task: Task, result: TaskResult, runnable: bool) -> None:
         """The result of task ``index`` (canonical position); ``runnable``: it was sent to the executor."""
         d, p = divmod(index, self.n)
+        step_times.add(self.step_seconds[task.pipeline.name], result.step_seconds)
         slot = self.pending.setdefault(d, {})
         slot[p] = (task, result, runnable)
         if len(slot) == self.n:
@@ -319,11 +325,14 @@ def _corpus_stages(collector: _Collector, pipelines: list[Pipeline], stage_args:
         for p, pipe in enumerate(pipelines):
             items = collector.corpus_items(stage, p)
             try:  # an auditor that reads a step (dedup): the pipeline's step runs here, once per pipeline
-                result = with_step(auditor, pipe).audit_artefacts(items, contexts.get(stage, ()))
+                with step_times.timed(f"auditor.{stage}"):
+                    result = with_step(auditor, pipe).audit_artefacts(items, contexts.get(stage, ()))
             except Exception as exc:  # one stage failing never stops the report
                 msg = f"{type(exc).__name__}: {exc}"
                 failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
                 continue
+            finally:
+                collector.take_times(pipe.name)
             classes = {i.doc_id: i.doc_class for i in items}
             del items
             first = 0
@@ -363,6 +372,7 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
     if not stages:
         return summary, details, failures, timings
     for p, pipe in enumerate(pipelines):
+        step_times.begin("pipeline")  # reading the chunks back, the context; the stages' own keys nest in it
         docs = collector.doc_chunks(p)
         # one index step and one retrieve step per pipeline, read by every pipeline-level auditor
         ctx = with_index_steps(PipelineContext(pipe, docs, list(questions.questions), question_classes,
@@ -371,7 +381,8 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
                                                config.limits))
         for si, stage, auditor in stages:
             try:
-                result = auditor.audit_pipeline(ctx)
+                with step_times.timed(f"auditor.{stage}"):
+                    result = auditor.audit_pipeline(ctx)
             except Exception as exc:  # one stage failing never stops the report
                 msg = f"{type(exc).__name__}: {exc}"
                 failures.append(Failure(item="", pipeline=pipe.name, stage=stage, message=msg))
@@ -398,6 +409,8 @@ def _pipeline_stages(collector: _Collector, pipelines: list[Pipeline], stage_arg
                 failures.append(Failure(item="", pipeline=pipe.name, stage="embedding",
                                         message=f"--keep-vectors: {type(exc).__name__}: {exc}"))
         del docs, ctx
+        step_times.end("pipeline")
+        collector.take_times(pipe.name)
     order = {p.name: i for i, p in enumerate(pipelines)}
     stage_pos = {stage: k for k, (_, stage, _) in enumerate(stages)}
     # the order the stages ran in before they ran pipeline by pipeline: stage, then pipeline
@@ -453,15 +466,18 @@ def _check_corpus_steps(pipelines: list[Pipeline], stages: list[str], opts: dict
 
 
 def _check_embedders(pipelines: list[Pipeline], cache_dir: str | None) -> None:
-    """Load each pipeline's embedder once before any document runs: a missing model or tokenizer is one clear error.
+    """Check each pipeline's embedder once before any document runs (`Embedder.preflight`: packages and model files,
+    without loading the model, which loads only when a text is missing from the cache): a missing model or
+    tokenizer is one clear error.
 
     Raises:
-        ValueError: the embedder cannot be built or its model does not load (the message names the set-up command).
+        ValueError: the embedder cannot be built or its model files are missing (the message names the set-up
+            command).
     """
     for choice in {repr(p.stage("embedder")): p.stage("embedder") for p in pipelines}.values():
         try:
             embedder = stage_impl("embedder", choice, cache_dir)
-            check = getattr(embedder, "check", None) or getattr(getattr(embedder, "embedder", None), "check", None)
+            check = getattr(embedder, "preflight", None) or getattr(embedder, "check", None)
             if check is not None:
                 check()
         except Exception as exc:
@@ -483,7 +499,7 @@ def _check_steps(pipelines: list[Pipeline], stages: list[str], opts: dict[str, d
 
 
 def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
-        progress: Callable[[int], Callable[[], None]] | None = None, work_dir: Path | None = None,
+        progress: Callable[[int], Callable[..., None]] | None = None, work_dir: Path | None = None,
         keep_vectors: bool = False, events: Path | None = None) -> Report:
     """Audit ``corpus`` with ``pipelines`` and build the report.
 
@@ -499,7 +515,9 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
             rows are ``skipped`` with the limit named, listed once in ``failures`` (stage ``limits``).
         pipelines: the pipelines, in report order (see `ingestaudit.pipeline.resolve`).
         config: effective configuration (stages, seed, workers, budgets, options).
-        progress: called once with the number of tasks; returns a callback invoked after each task.
+        progress: called once with the number of document tasks; returns ``tick``, called as ``tick(pipeline)``
+            after each task of that pipeline and ``tick(None, step)`` when the run moves on to ``step`` after the
+            documents (`ingestaudit.run_progress`).
         work_dir: a private folder for the run's spill files and its measurement store; default: a new temporary
             folder, removed when the returned report is garbage-collected (the report reads its rows from the
             store there, `Report.store_path`, until `ingestaudit.io.write_report` copies it beside report.json).
@@ -525,6 +543,7 @@ def run(corpus: Corpus, pipelines: list[Pipeline], config: Config, *,
 
     from ingestaudit.executors import make_executor
 
+    step_times.begin_run()
     own = work_dir is None
     work = Path(tempfile.mkdtemp(prefix="ingestaudit-run-")) if own else Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -631,6 +650,8 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
                 continue
             sendable.append(d * n_pipes + p)
     tick = progress(n_runnable) if progress else None
+    run_seconds = {"startup": step_times.since_run_start()}  # the run-level keys of `ingestaudit.step_times`
+    step_times.take()
     for d, doc in enumerate(corpus.documents):  # tasks that cannot be pickled: error rows, on every executor
         if doc.doc_id in skip:
             continue
@@ -640,15 +661,19 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
                 task = tasks[d * n_pipes + p]
                 collector.add(d * n_pipes + p, task, failed(task, _unsendable_message(doc.doc_id, why)), True)
                 if tick:
-                    tick()
+                    tick(pipe.name)
     if sendable:
         order = sendable
         view = _Subset(tasks, order)
         for j, res in _stream(view, executor, config.run.doc_timeout_s):
-            collector.add(order[j], view.without_truth(j), res, True)
+            with step_times.timed("collect"):
+                collector.add(order[j], view.without_truth(j), res, True)
             if tick:
-                tick()
+                tick(pipelines[order[j] % n_pipes].name)
+    step_times.add(run_seconds, step_times.take())
     failures += collector.failures
+    if tick:
+        tick(None, "corpus-level stages, index and retrieval")
     docs = {d.doc_id: d for d in corpus.documents}
     corpus_summary, details, corpus_failures = _corpus_stages(
         collector, pipelines, stage_args, contexts, store,
@@ -663,6 +688,9 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         collector, pipelines, stage_args, questions, question_classes, config, store, rejected, keeper)
     if keeper is not None:
         keeper.finish()
+    summary_started = step_times.now()
+    if tick:
+        tick(None, "summary: aggregates, intervals, paired tests")
     if events is not None:
         from ingestaudit.events import freshness_rows
 
@@ -674,6 +702,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     details += p_details
     failures += corpus_failures + p_failures
     warned = collector.warned
+    collector_times = collector.step_seconds
     del collector
     release_memory(store.rows)
     path = work / STORE_NAME
@@ -738,7 +767,9 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
         paired_tests=tests, verdict=verdict)
     report.store_path = path
     report.store_owned = True
-    report.timings = timings
+    run_seconds["summary"] = step_times.now() - summary_started
+    report.timings = step_times.with_step_seconds(timings, collector_times, run_seconds, config.run.workers,
+                                                  config.run.executor)
     report.kept_vectors = keeper.folder if keeper is not None else None
     return report
 

@@ -115,6 +115,8 @@ def run_step(step: str, options: dict[str, Any], parsed: Any, reference: str | N
     Raises:
         ValueError: bad options.
     """
+    from ingestaudit.step_times import timed
+
     if parsed is None:
         return _built(step, options).run(parsed, reference, context)
     if _LAST_DOC.get("parsed") is not parsed or _LAST_DOC.get("reference") is not reference:
@@ -123,7 +125,8 @@ def run_step(step: str, options: dict[str, Any], parsed: Any, reference: str | N
     key = (step, repr(sorted(options.items())), context)
     artefacts = _LAST_DOC["artefacts"]
     if key not in artefacts:
-        artefacts[key] = _built(step, options).run(parsed, reference, context)
+        with timed(f"step.{step}"):
+            artefacts[key] = _built(step, options).run(parsed, reference, context)
     return artefacts[key]
 
 
@@ -151,7 +154,12 @@ def step_artefact(auditor: Auditor, pipeline: Pipeline, parsed: Any, truth: Trut
     """
     step = auditor.reads_step()
     if step in CORPUS_STEP_OF_STAGE.values():
-        return None if parsed is None else with_step(auditor, pipeline).corpus_step.document(parsed)
+        from ingestaudit.step_times import timed
+
+        if parsed is None:
+            return None
+        with timed(f"step.{step}"):
+            return with_step(auditor, pipeline).corpus_step.document(parsed)
     if not auditor.applies(truth):
         return None
     if step == "metadata":

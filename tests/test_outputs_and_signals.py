@@ -243,7 +243,8 @@ def test_a_full_disk_exits_2_naming_the_file_and_the_previous_report_is_intact(t
     out = tmp_path / "out"
     assert run_serial(c, out).exit_code == 0
     before = snapshot(out)
-    assert set(before) == {"report.json", "report.md", "report.html", "measurements.parquet"}
+    # timings.json: every run has step times (issue 27)
+    assert set(before) == {"report.json", "report.md", "report.html", "measurements.parquet", "timings.json"}
     write(c / "docs/c/a.txt", "changed\n")  # the new report would differ
     if failing == "measurements.parquet":
         import pyarrow.parquet as pq

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ingestaudit.index_settings import IndexSettings, check_vectors
+from ingestaudit.step_times import timed
 
 
 @dataclass
@@ -163,7 +164,8 @@ class IndexStep:
             from ingestaudit.stages.index import build_exact
 
             t0 = time.perf_counter()
-            index = build_exact(x, metric)
+            with timed("index"):
+                index = build_exact(x, metric)
             self._built[key] = ExactIndex(index, time.perf_counter() - t0)
             self._count("exact", self._built[key].build_seconds)
         return self._built[key]
@@ -184,7 +186,8 @@ class IndexStep:
 
             from ingestaudit.stages.index import build_ann
 
-            index, seconds, memory = build_ann(x, settings)
+            with timed("index"):
+                index, seconds, memory = build_ann(x, settings)
             self._built[key] = AnnIndex(index, settings, seconds, memory)
             self._count("approximate", seconds)
         return self._built[key]

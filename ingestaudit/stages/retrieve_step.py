@@ -76,7 +76,10 @@ class RetrieveStep:
         message in ``failures`` once)."""
         key = (int(depth), int(exact_k))
         if key not in self._done:
-            self._done[key] = self._run(*key)
+            from ingestaudit.step_times import timed
+
+            with timed("retrieve"):
+                self._done[key] = self._run(*key)
         return self._done[key]
 
     def _run(self, depth: int, kmax: int) -> Retrieved:
@@ -120,8 +123,11 @@ class RetrieveStep:
         computes = getattr(self.ctx.embed_questions, "computes", None)
         self.calls = list(computes([q.question for q in qs])) if computes is not None else [1] * len(qs)
         before = stats() if stats is not None else {}
+        from ingestaudit.step_times import timed
+
         t0 = time.perf_counter()
-        qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
+        with timed("embed"):
+            qvec = np.asarray(self.ctx.embed_questions([q.question for q in qs]), dtype=np.float32)
         seconds = time.perf_counter() - t0
         self.questions_embedded = len(qs)
         after = stats() if stats is not None else {}

@@ -51,11 +51,12 @@ def first_run(corpus, tmp_path_factory):
 
 def test_run_writes_json_markdown_and_html_and_prints_the_headline(first_run):
     work, out, result = first_run
-    assert sorted(p.name for p in out.iterdir()) == ["measurements.parquet", "report.html", "report.json", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["measurements.parquet", "report.html", "report.json", "report.md",
+                                                      "timings.json"]  # every run's step times (issue 27)
     lines = result.stdout.splitlines()
     assert "class: letters — 1 document" in lines and "class: notes — 1 document" in lines
     assert any(line.startswith("  extraction.cer_norm ↓") and "n=1" in line for line in lines)
-    assert f"full report: {out / 'report.html'} (also report.json, report.md, measurements.parquet); --verbose prints every row" in \
+    assert f"full report: {out / 'report.html'} (also report.json, report.md, measurements.parquet, timings.json); --verbose prints every row" in \
         " ".join(result.stdout.split())
     assert all(len(line) <= 80 for line in lines)
     assert len(lines) < 30

