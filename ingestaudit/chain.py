@@ -405,13 +405,13 @@ def run_chain(parsed: ParsedDocument, *, doc_id: str, doc_class: str, reference:
     """
     with timed("chain"):
         return _run_chain(parsed, doc_id, doc_class, reference, metadata, cleaner, chunker, embedder, evidence,
-                          min_span_coverage, embed_chunks, cleaning)
+                          min_span_coverage, embed_chunks, cleaning, heading_threshold)
 
 
 def _run_chain(parsed: ParsedDocument, doc_id: str, doc_class: str, reference: str | None,
                metadata: dict[str, Any] | None, cleaner: Any, chunker: Any, embedder: Any | None,
                evidence: tuple[EvidenceRef, ...], min_span_coverage: float, embed_chunks: bool,
-               cleaning: Cleaning | None) -> ChainOutput:
+               cleaning: Cleaning | None, heading_threshold: float) -> ChainOutput:
     """`run_chain`'s body, each step under its `ingestaudit.step_times` key."""
     from ingestaudit.metrics.alignment import align_chars
     from ingestaudit.metrics.chunking import locate_chunks

@@ -292,7 +292,7 @@ def test_validate_lists_each_routing_problem_on_its_own_line(tmp_path):
         "after one dot) nor 'default' (valid parsers: pymupdf, reference, tagged, tesseract, unstructured)",
         "ingestaudit.toml: [pipelines.p] parser, key 'pdf': unknown parser 'nope'; valid parsers: pymupdf, reference,"
         " tagged, tesseract, unstructured"]
-    assert f"3 problem(s) in {c}" in r.output
+    assert f"3problem(s)in{c}" in "".join(r.output.split())  # the terminal may wrap a long temporary path
 
 
 def test_runs_routing_error_names_the_config_file(tmp_path):
