@@ -29,11 +29,31 @@ class _Commands(TyperGroup):
     error is not fatal (a problem `validate` lists, a history that could not be recorded: exit 4)."""
 
     def invoke(self, ctx):
-        """Run the command of ``ctx`` (click's `Group.invoke`), an `IngestAuditError` out of it turned into exit 2."""
+        """Run the command of ``ctx`` (click's `Group.invoke`), an `IngestAuditError` out of it turned into exit 2,
+        and the package's own warnings printed as ``warning: <message>`` lines (`_format_warning`)."""
+        import warnings
+
+        previous = warnings.formatwarning
+        warnings.formatwarning = _format_warning(previous)
         try:
             return super().invoke(ctx)
         except IngestAuditError as exc:
             _fail(str(exc), getattr(exc, "hint", ""))
+        finally:
+            warnings.formatwarning = previous
+
+
+def _format_warning(previous):
+    """A `warnings.formatwarning` that prints a warning of the package's error families (an
+    `ingestaudit.errors.IngestAuditError` subclass such as the embedding cache's, whose message names its file) as
+    one ``warning: <message>`` line, without Python's source file and line; any other warning as ``previous`` does."""
+
+    def fmt(message, category, filename, lineno, line=None):
+        if isinstance(category, type) and issubclass(category, IngestAuditError):
+            return f"warning: {message}\n"
+        return previous(message, category, filename, lineno, line)
+
+    return fmt
 
 
 app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,

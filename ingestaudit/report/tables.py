@@ -23,7 +23,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "normalization": ("normalization.replacement_chars",),
     "tables": ("tables.teds",),
     "layout": ("layout.heading_f1",),
-    "boilerplate": ("boilerplate.f1",),
+    "boilerplate": ("boilerplate.f1", "boilerplate.content_retention"),
     "language": ("language.macro_f1", "language.accuracy"),
     "pii": ("pii.f1",),
     "entities": ("entities.f1",),
@@ -35,7 +35,9 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
 }
 """Each stage's key metric for the headline, in order of preference (the first with a value, `choose_keys`; the
 headline chooses per class, so a class labelled with olmOCR-style ``checks`` only, no reference text, shows
-``extraction.checks_pass``); ``retrieval`` takes ``recall@K`` at its largest K, ``index`` falls back to
+``extraction.checks_pass``, and a class whose boilerplate labels are trafilatura-style segments only, which give no
+character-span F1, shows ``boilerplate.content_retention``: the share of the text that must stay that the cleaner
+kept); ``retrieval`` takes ``recall@K`` at its largest K, ``index`` falls back to
 ``recall@K`` at its largest K, and any stage to its first metric by name."""
 
 KEY_LABELS = {"chunking.boundary_splits": "sentence", "entities.f1": "strict/micro", "relations.f1": "strict/micro",

@@ -38,3 +38,17 @@ def test_a_checks_only_class_shows_checks_pass():
     assert prose[0].cells[0].value == (10 + 30) / 200  # 0.2
     assert any(t.metric == "extraction.checks_pass" and t.doc_class == "scans" for t in report.paired_tests)
     assert "| extraction.checks\\_pass ↑ | 0.875 " in render_markdown(report)
+
+
+def test_a_class_with_segment_labels_only_shows_content_retention_not_a_bare_dash():
+    # the demo's web class: pipeline A cannot read the pages (every boilerplate row skipped, label ""), B's cleaner
+    # `none` is measured on trafilatura-style segments: content retention 27/28 and 26/28 (no character-span F1)
+    rows = []
+    for i, kept in enumerate((27, 26)):
+        rows += [Row(f"web/w{i}", "web", "A", m, None, state="skipped", reason="unsupported file type .html")
+                 for m in ("boilerplate.f1", "boilerplate.content_retention")]
+        rows += [Row(f"web/w{i}", "web", "B", "boilerplate.content_retention", kept / 28, kept, 28, label="none")]
+    report = build(rows, pipelines=["A", "B"])
+    assert headline_keys(report.summary, doc_class="web")["boilerplate"] == ("boilerplate.content_retention", "none")
+    (web,) = [h for h in headlines(report) if h.doc_class == "web"]
+    assert [c.value for c in web.rows[0].cells] == [None, (27 + 26) / 56]  # B: micro 53/56
