@@ -331,6 +331,15 @@ def _embed_again_with_one_warning(tmp_path: Path, inner, bad: Path, why: str) ->
     assert len(messages) == 1 and str(bad) in messages[0] and why in messages[0], messages
     assert inner.calls[0] == ["a b c"]  # recomputed, not read from the bad shard
     assert cached.stats()["hits"] == 1 and cached.stats()["misses"] == 2  # the 2nd call: its own new shard
+    # moved aside for inspection, so the next run neither warns again nor embeds "a b c" again (it did on every run)
+    assert not bad.exists() and (bad.parent / f"unused-{bad.name}").is_file()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingCacheWarning)
+        again = CachedEmbedder(inner, EmbeddingCache(tmp_path))
+        again.embed(["a b c"])
+    assert again.stats()["hits"] == 1 and again.stats()["misses"] == 0
 
 
 def test_a_truncated_shard_is_recomputed_with_one_warning(tmp_path):

@@ -13,7 +13,8 @@ Layout under the cache folder (``<dir>`` = `cache_dir_name`: sha256 of the model
 A shard is used only when it loads whole, its vectors are ``(len(keys), d)`` and the identity it records is the one
 asked for: a truncated shard, or one of another model or another library version (copied in, or written by an older
 ingestaudit that recorded no identity), is never used; its texts are embedded again and ONE `EmbeddingCacheWarning`
-per process names the file and the reason (`EmbeddingCache.ignored` keeps them).
+per process names the file and the reason (`EmbeddingCache.ignored` keeps them). The shard is then renamed
+``unused-shard-...npz`` (`UNUSED_PREFIX`), so the next run neither reads it nor warns again.
 
 Each `EmbeddingCache.put` writes one new shard, written to a temporary file in the same folder and renamed into place
 (``os.replace``, atomic on POSIX), so a reader never sees a partial shard and several worker processes can write at
@@ -47,6 +48,8 @@ from ingestaudit.stages.embedders.base import Embedder, EmbedderError, as_unit_f
 CACHE_ENV = "INGESTAUDIT_CACHE"
 DEFAULT_FOLDER = Path("~/.cache/ingestaudit/embeddings")
 _LOADED_SHARDS = 64  # shards whose vectors are kept in memory (least recently used dropped first)
+UNUSED_PREFIX = "unused-"
+"""A shard found unusable is renamed ``unused-shard-...npz`` in its folder: out of the ``shard-*.npz`` scan."""
 
 
 class EmbeddingCacheWarning(EmbeddingError, UserWarning):
@@ -118,11 +121,21 @@ class EmbeddingCache:
         return self.folder / cache_dir_name(model_id, versions)
 
     def _ignore(self, path: Path, why: str) -> None:
-        """Record a shard that is not used and warn once (`EmbeddingCacheWarning`) naming it."""
-        if str(path) not in self.ignored:
-            self.ignored[str(path)] = why
-            warnings.warn(f"embedding cache: {path}: {why}; not used, its texts are embedded again",
-                          EmbeddingCacheWarning, stacklevel=4)
+        """Record a shard that is not used, move it aside (`UNUSED_PREFIX`: no later run reads it, warns about it
+        or embeds its texts again because of it; it stays for inspection) and warn once (`EmbeddingCacheWarning`)
+        naming it and where it went. A shard that cannot be moved (a read-only cache) stays and is named again by
+        the next run."""
+        if str(path) in self.ignored:
+            return
+        self.ignored[str(path)] = why
+        aside = path.with_name(UNUSED_PREFIX + path.name)
+        try:
+            os.replace(path, aside)
+            where = f"moved to {aside.name}"
+        except OSError as exc:  # read-only, or another process moved it first
+            where = f"left in place ({type(exc).__name__})"
+        warnings.warn(f"embedding cache: {path}: {why}; not used ({where}), its texts are embedded again",
+                      EmbeddingCacheWarning, stacklevel=4)
 
     def _read_shard(self, path: Path, model_id: str, versions: dict[str, str] | None) -> np.ndarray | None:
         """The keys of a usable shard (its vectors kept in memory), else None after `_ignore` says why."""
