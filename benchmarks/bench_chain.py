@@ -3,8 +3,9 @@ stage chain runs each step once, so a run is no slower than before), and whether
 
 Each repeat runs ``ingestaudit run fixtures/demo -p pymupdf -p unstructured -p tesseract`` once from a git worktree
 of ``--base`` (made in a temporary folder, removed after) and once from this checkout, alternating which goes first,
-each in a fresh interpreter whose ``PYTHONPATH`` is that tree. The embedding cache is warmed by one run of each first,
-so both read every vector from it. The ratio is head / base wall time (best of the repeats, and the median).
+each in a fresh interpreter whose ``PYTHONPATH`` is that tree. Each tree has its own embedding cache
+(``$INGESTAUDIT_CACHE`` in the temporary folder: the cache format may differ between the commits), warmed by one run
+of each first, so both read every vector from it. The ratio is head / base wall time (best of the repeats, and the median).
 
     python benchmarks/bench_chain.py --base 7816b8e [--repeat 3] [--json benchmarks/results/bench_chain.json]
 """
@@ -27,9 +28,9 @@ PARSERS = ("pymupdf", "unstructured", "tesseract")
 ROW_KEY = ("item", "pipeline", "stage", "metric", "label")
 
 
-def run_demo(tree: Path, out: Path) -> float:
-    """Wall seconds of one demo run with the package of ``tree``."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def run_demo(tree: Path, out: Path, cache: Path) -> float:
+    """Wall seconds of one demo run with the package of ``tree`` and the embedding cache folder ``cache``."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "INGESTAUDIT_CACHE": str(cache)}
     args = [sys.executable, "-m", "ingestaudit.cli", "run", str(DEMO), "--out", str(out)]
     for p in PARSERS:
         args += ["-p", p]
@@ -60,12 +61,12 @@ def main() -> None:
         try:
             trees = {"base": base_tree, "head": ROOT}
             for name, tree in trees.items():  # warm the embedding cache and the OS file cache
-                run_demo(tree, Path(tmp) / f"warm-{name}")
+                run_demo(tree, Path(tmp) / f"warm-{name}", Path(tmp) / f"cache-{name}")
             times: dict[str, list[float]] = {"base": [], "head": []}
             for i in range(args.repeat):
                 order = ("base", "head") if i % 2 == 0 else ("head", "base")
                 for name in order:
-                    times[name].append(run_demo(trees[name], Path(tmp) / f"{name}-{i}"))
+                    times[name].append(run_demo(trees[name], Path(tmp) / f"{name}-{i}", Path(tmp) / f"cache-{name}"))
             same = rows(Path(tmp) / "base-0") == rows(Path(tmp) / "head-0")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)],
