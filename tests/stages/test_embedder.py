@@ -419,3 +419,14 @@ def test_one_model_load_per_process_for_every_document_and_pipeline(monkeypatch)
     first.embed(["document two"])
     second.embed(["document one, another pipeline"])
     assert len(loads) == 1 and loads[0] == first.model_id()
+
+
+def test_would_compute_looks_where_embed_writes(tmp_path):
+    """The questions file's ``embedding_calls`` read 1 for every question of a warm run: `would_compute` looked in
+    the cache folder of no library versions, `embed` writes in the one of its versions (the new-user trial)."""
+    versions = {"hashlib": "2.0"}
+    cached = CachedEmbedder(VersionedHash(versions=versions), EmbeddingCache(tmp_path))
+    assert cached.would_compute(["a b"]) == [1]
+    cached.embed(["a b"])
+    fresh = CachedEmbedder(VersionedHash(versions=versions), EmbeddingCache(tmp_path))  # the next run
+    assert fresh.would_compute(["a b", "c d"]) == [0, 1]

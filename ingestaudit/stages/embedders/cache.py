@@ -317,7 +317,7 @@ class CachedEmbedder(Embedder):
         """Per text, 1 when `embed` of ``texts`` would compute its vector now (the first occurrence of a text not in
         the cache), else 0 (a cache hit or a repeat); reads the cache only, embeds nothing."""
         keys = [text_key(t) for t in texts]
-        found = self.cache.get_many(self.model_id(), keys)
+        found = self.cache.get_many(self.model_id(), keys, self.library_versions())  # embed's identity
         seen: set[str] = set()
         out = []
         for key in keys:
