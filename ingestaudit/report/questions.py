@@ -124,9 +124,12 @@ def trec_run(pipeline: str, records: Sequence[dict[str, Any]], tag: str | None =
 def qrels(records: Sequence[dict[str, Any]]) -> str:
     """The TREC qrels text of one pipeline's records (module docstring): relevance 1 for each chunk that holds an
     evidence item (``relevant``), 0 for each returned chunk that holds none; one line per (question, docno), in
-    question then docno order."""
+    question then docno order. An unanswerable question (no evidence: ``answerable`` false) has no line: the report
+    scores it nowhere (its retrieval rows have no reference), and trec_eval would average its all-zero judgments in."""
     judged: dict[tuple[str, str], int] = {}
     for rec in records:
+        if rec.get("answerable") is False:
+            continue
         for x in rec.get("relevant") or ():
             judged[(str(rec["id"]), docno(x))] = 1
         for x in rec["results"]:
