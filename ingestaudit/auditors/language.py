@@ -40,8 +40,9 @@ Details: ``confusion_matrix`` (per class and ``__all__``; rows = true, columns =
 **Mixed-language documents**: multi-language detection (the step's `ingestaudit.stages.language.mixed_language`) runs
 on the document's *reference text* when it has one (the flag is then a property of the document, the same for every parser
 that produced output, so parser comparisons stay paired), else on the parser's text. A document the parser produced
-nothing for gets all three rows in the parser's state (``skipped``, ``no_prediction``, ``error``). A document whose second language covers at least
-``mixed_share`` of the text (and is confirmed) is flagged: its ``language.correct`` and ``language.abstained`` rows are
+nothing for gets all three rows in the parser's state (``skipped``, ``no_prediction``, ``error``), and one whose
+parsed text is empty gets them ``no_prediction`` (`NO_TEXT`; it is left out of the corpus rows). A document whose
+second language covers at least ``mixed_share`` of the text (and is confirmed) is flagged: its ``language.correct`` and ``language.abstained`` rows are
 ``skipped`` with the reason, it is left out of the corpus rows, and it is listed in ``details["mixed_documents"]``
 with its shares and whether the prediction is one of its languages. The analysis uses the detector under audit with
 the same candidate languages (so, by default, it finds only languages that occur in the labels); documents with a
@@ -109,6 +110,9 @@ class LanguageArtefact:
         detector_name: the pipeline's language step's detector (``""``: no step output).
         mixed_on: the step ran the mixed-language analysis (option ``mixed``).
         candidates: how the step chose its candidate languages (None: no step output).
+        no_text: the detector ran on the parser's text and it is empty (white space only): the document's rows are
+            ``no_prediction`` (`NO_TEXT`), never a wrong or abstained prediction counted against the parser twice
+            (its extraction rows already say it; a 0 here read as a language failure).
     """
 
     label: str | None
@@ -122,6 +126,11 @@ class LanguageArtefact:
     detector_name: str = ""
     mixed_on: bool = True
     candidates: dict[str, Any] | None = None
+    no_text: bool = False
+
+
+NO_TEXT = "the parser returned no text (white space only): no language to detect"
+"""The reason of a document's rows when its parsed text is empty (`LanguageArtefact.no_text`)."""
 
 
 class LanguageAuditor(Auditor):
@@ -217,8 +226,11 @@ class LanguageAuditor(Auditor):
                 "candidates": detection.candidates}
         if not detection.ran:
             return LanguageArtefact(label, **step)
+        no_text = (detection.source != "precomputed" and item.parsed is not None
+                   and not (item.parsed.text or "").strip())
         return LanguageArtefact(label, detection.predicted, detection.source, detection.error, detection.mixed,
-                                detection.mixed_src, detection.mixed_error, detection.detector_info, **step)
+                                detection.mixed_src, detection.mixed_error, detection.detector_info, **step,
+                                no_text=no_text)
 
     def audit_artefacts(self, items: list[ArtefactItem], context: tuple[str, ...] = ()) -> CorpusResult:
         """Score one pipeline's corpus from its documents' artefacts (see the module docstring). Never raises for
@@ -278,6 +290,7 @@ class LanguageAuditor(Auditor):
             else:
                 left_out.append((it.doc_class, rows[0].state))
                 reason = ("mixed" if (m := mixed.get(it.doc_id)) is not None and m.mixed
+                          else State.NO_PREDICTION.value if it.artefact.no_text
                           else (parse_state(it).value if it.state is not State.OK else "error"))
                 unscored[reason] = unscored.get(reason, 0) + 1
             m = mixed.get(it.doc_id)
@@ -331,6 +344,8 @@ class LanguageAuditor(Auditor):
         names = ("language.correct", "language.abstained")
         if it.state is not State.OK:
             return [Score.missing(n, parse_state(it), it.reason or "no stage output") for n in DOC_METRICS], False
+        if it.artefact.no_text:
+            return [Score.missing(n, State.NO_PREDICTION, NO_TEXT) for n in DOC_METRICS], False
         # language.mixed
         m = mixed.get(it.doc_id)
         if not it.artefact.mixed_on:

@@ -332,7 +332,7 @@ def _embed_again_with_one_warning(tmp_path: Path, inner, bad: Path, why: str) ->
     assert inner.calls[0] == ["a b c"]  # recomputed, not read from the bad shard
     assert cached.stats()["hits"] == 1 and cached.stats()["misses"] == 2  # the 2nd call: its own new shard
     # moved aside for inspection, so the next run neither warns again nor embeds "a b c" again (it did on every run)
-    assert not bad.exists() and (bad.parent / f"unused-{bad.name}").is_file()
+    assert not os.path.lexists(bad) and os.path.lexists(bad.parent / f"unused-{bad.name}")
     import warnings
 
     with warnings.catch_warnings():
@@ -430,3 +430,21 @@ def test_would_compute_looks_where_embed_writes(tmp_path):
     cached.embed(["a b"])
     fresh = CachedEmbedder(VersionedHash(versions=versions), EmbeddingCache(tmp_path))  # the next run
     assert fresh.would_compute(["a b", "c d"]) == [0, 1]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_shard_that_is_no_regular_file_is_never_opened(tmp_path, kind):
+    """A FIFO named like a shard blocked the run forever in np.load (the hostile trial); a link could point at any
+    file. Both are refused by lstat with one warning, and their texts embedded again."""
+    writer = VersionedHash()
+    CachedEmbedder(writer, EmbeddingCache(tmp_path)).embed(["a b c"])
+    shard = _only_shard(EmbeddingCache(tmp_path), writer)
+    target = shard.with_name("elsewhere.npz")
+    shard.rename(target)
+    if kind == "fifo":
+        os.mkfifo(shard)
+        why = "a named pipe (FIFO), not a regular file"
+    else:
+        shard.symlink_to(target)
+        why = "a symbolic link, not a regular file"
+    _embed_again_with_one_warning(tmp_path, VersionedHash(), shard, why)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 import uuid
@@ -138,7 +139,19 @@ class EmbeddingCache:
                       EmbeddingCacheWarning, stacklevel=4)
 
     def _read_shard(self, path: Path, model_id: str, versions: dict[str, str] | None) -> np.ndarray | None:
-        """The keys of a usable shard (its vectors kept in memory), else None after `_ignore` says why."""
+        """The keys of a usable shard (its vectors kept in memory), else None after `_ignore` says why. Only a
+        regular file is opened (`lstat` first: a FIFO would block the run forever, a link could point anywhere)."""
+        from ingestaudit.inputs import file_kind
+
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            self._ignore(path, f"cannot be examined ({type(exc).__name__}: {exc})")
+            return None
+        if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            self._ignore(path, f"is {'a symbolic link' if stat.S_ISLNK(mode) else file_kind(mode)}, not a regular "
+                               "file")
+            return None
         try:
             with np.load(path, allow_pickle=False) as npz:
                 keys, vectors = npz["keys"], np.asarray(npz["vectors"], dtype=np.float32)
