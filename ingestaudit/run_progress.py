@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-DOCUMENT_STEP = "documents: parse, clean, chunk, embed, audit"
+DOCUMENT_STEP = "parse..audit"
+"""The step shown while documents are parsed, cleaned, chunked, embedded and audited (short: at 80 columns a long
+label left no room for the counts)."""
 
 
 class RunProgress:
@@ -31,8 +33,10 @@ class RunProgress:
 
         self.pipelines = list(pipelines)
         self.enabled = bool(enabled) and bool(console.is_terminal)
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[step]}"), TimeElapsedColumn(), TextColumn("ETA"),
+        # names and steps as plain text (markup=False): a pipeline named "[/bold]" is a name, not a style tag
+        self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=20),
+                            MofNCompleteColumn(), TextColumn("{task.fields[step]}", markup=False),
+                            TimeElapsedColumn(), TextColumn("ETA"),
                             TimeRemainingColumn(), console=console, transient=True, disable=not self.enabled)
         self.tasks: dict[str, Any] = {}
 

@@ -177,3 +177,18 @@ def test_step_times_are_per_thread_and_never_raise():
         assert sorted(take()) == ["outer"]
     finally:
         restore(saved)
+
+
+def test_a_pipeline_name_with_markup_is_shown_as_written_and_counts_fit_80_columns():
+    """A pipeline named "[/bold]" crashed the run on a terminal (rich MarkupError), "[bold red]x[/]" showed as "x";
+    at 80 columns the counts were cut ("10/…") for the long step label (the two trials)."""
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=80, color_system=None)
+    with RunProgress(console, ["[/bold]", "[bold red]x[/]", "unstructured/size=1200"]) as progress:
+        tick = progress(30)
+        for _ in range(7):
+            tick("unstructured/size=1200")
+        progress.bar.refresh()
+        text = buf.getvalue()
+    assert "[/bold]" in text and "[bold red]x[/]" in text
+    assert "7/10" in text and "0/10" in text
