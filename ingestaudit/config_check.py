@@ -40,8 +40,18 @@ def config_problems(cfg: Config, source: str, pipelines: Sequence[Pipeline]) -> 
         source: the configuration file as messages name it (``ingestaudit.toml``, a ``--config`` path, ``config``).
         pipelines: the run's pipelines (`ingestaudit.pipeline.resolve`).
     """
-    return [*_stage_problems(cfg, source), *_gate_problems(cfg, source), *parser_problems(pipelines, cfg.parser_options),
-            *implementation_problems(pipelines), *step_problems(cfg, pipelines)]
+    return [*_name_problems(source, pipelines), *_stage_problems(cfg, source), *_gate_problems(cfg, source),
+            *parser_problems(pipelines, cfg.parser_options), *implementation_problems(pipelines),
+            *step_problems(cfg, pipelines)]
+
+
+def _name_problems(source: str, pipelines: Sequence[Pipeline]) -> list[str]:
+    """A pipeline named like timings.json's run entry (`ingestaudit.step_times.RUN_KEY`, ``(run)``): its timings
+    would be replaced by the run's totals."""
+    from ingestaudit.step_times import RUN_KEY
+
+    return [f"{source}: [pipelines.\"{RUN_KEY}\"]: the name {RUN_KEY} is reserved (timings.json's entry of the whole "
+            "run); choose another" for p in pipelines if p.name == RUN_KEY]
 
 
 def parser_problems(pipelines: Sequence[Pipeline], parser_options: dict[str, dict[str, Any]]) -> list[str]:

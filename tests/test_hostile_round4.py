@@ -388,3 +388,12 @@ def test_freshness_rows_count_events_and_queries_not_documents(tmp_path):
     assert notes[("index.freshness_lag", "p50")].endswith("corpus of 5 events")
     assert notes[("index.freshness_lag", "p99")].endswith("corpus of 5 events")
     assert notes[("index.stale_query_share", "")].endswith("corpus of 2 queries")
+
+
+def test_a_pipeline_named_like_the_timings_run_entry_is_refused(tmp_path):
+    """'(run)' is timings.json's entry of the whole run: a pipeline of that name lost its own timings (trial)."""
+    c = one_doc_corpus(tmp_path / "c", '[pipelines."(run)"]\nparser = "reference"\n')
+    for command in (("validate", str(c)), ("run", str(c), "--out", str(tmp_path / "out"))):
+        r = run(*command)
+        assert r.exit_code == 2 and "the name (run) is reserved" in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "out").exists()
