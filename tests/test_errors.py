@@ -243,3 +243,21 @@ def test_attach_timings_sets_them_or_warns_naming_the_file(tmp_path):
     warning = attach_timings(report, tmp_path / "report.json")
     assert warning.startswith(f"{tmp_path / 'timings.json'}: not read (") and warning.endswith("not shown")
     assert report.timings == {"p": {"index": {"build_s": 1.5}}}  # a bad file changes nothing
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"pymupdf": 5}', "pymupdf: an object expected"),
+    ('{"pymupdf": {"index": "x"}}', "pymupdf.index: an object expected"),
+    ('{"p": {"index": {"cells": [1]}}}', "p.index.cells: a list of objects expected"),
+    ('{"p": {"retrieval": {"latency_by_question_ms": {"q": "slow"}}}}',
+     "p.retrieval.latency_by_question_ms: an object of numbers expected"),
+    ("[1]", "an object of pipelines expected")])
+def test_a_hand_edited_timings_file_is_not_shown_never_a_traceback(tmp_path, text, why):
+    """`ingestaudit report` crashed (AttributeError in render) on timings.json edited to {"pymupdf": 5} (trial)."""
+    from ingestaudit.report.timings import attach_timings
+
+    report = SimpleNamespace(timings={})
+    (tmp_path / "timings.json").write_text(text, encoding="utf-8")
+    assert attach_timings(report, tmp_path / "report.json") == (
+        f"{tmp_path / 'timings.json'}: not read ({why}); the timings are not shown")
+    assert report.timings == {}
