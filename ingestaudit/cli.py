@@ -511,7 +511,8 @@ def _gate_options(baseline: str | None, config_gate: dict, cfg_path: Path | None
         if baseline is None:
             _fail(f"--junit {junit}: only a gated run writes a gate result", "add --baseline REPORT or history:DB")
         check_output_file(junit, corpus_root=corpus_root, root_ids=root_ids, flag="--junit",
-                          own=[out / name for name in REPORT_FILES] + ([history] if history is not None else []))
+                          own=[out / name for name in REPORT_FILES] + ([history] if history is not None else []),
+                          report_folders=[out])
     bands_from = Path(baseline[len(HISTORY_PREFIX):]) if baseline and baseline.startswith(HISTORY_PREFIX) \
         else history
     return {"settings": settings, "junit": junit, "bands_from": bands_from, "baseline": baseline}
@@ -736,7 +737,8 @@ def compare(
 
         check_output_file(junit, corpus_root=None, root_ids=None, flag="--junit",
                           never=[Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else Path(base)],
-                          own=[head, head.parent / GATE_FILE])
+                          own=[head, head.parent / GATE_FILE], report_folders=[head.parent] + (
+                              [] if base.startswith(HISTORY_PREFIX) else [Path(base).parent]))
     bands_from = Path(base[len(HISTORY_PREFIX):]) if base.startswith(HISTORY_PREFIX) else None
     comparison, result = evaluate_gate(base_report, head_report, budgets=budgets, settings=settings,
                                        maps=list(map_ or []), base_label=base_label, head_label=str(head),

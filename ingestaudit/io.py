@@ -30,7 +30,7 @@ from typing import Any
 
 from ingestaudit.errors import WritingError
 from ingestaudit.inputs import describe, file_kind  # describe: callers import it from here too
-from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX
+from ingestaudit.report.provenance import REPORT_FILES, STAGING_PREFIX, report_owned
 
 
 class OutputError(WritingError):
@@ -184,13 +184,14 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def check_output_file(target: Path, *, corpus_root: Path | None = None, flag: str,
                       root_ids: set[tuple[int, int]] | None = None, never: Iterable[Path] = (),
-                      own: Iterable[Path] = ()) -> None:
+                      own: Iterable[Path] = (), report_folders: Iterable[Path] = ()) -> None:
     """Refuse a single output file (``report --html FILE``, ``--md FILE``, ``--history DB``, ``--junit FILE``)
     before writing: not a folder, nothing else that exists and is not a regular file (a symbolic link, a FIFO, a
     device such as ``/dev/null``, a socket: `not_a_regular_file`), not inside ``corpus_root`` (see `inside`), not
     one of ``never`` (the input being read) nor of ``own`` (the files this command writes itself, such as the run's
-    report.json or gate.json; compared by resolved path, so an absent one counts), in a folder that exists or can
-    be created and is writable.
+    report.json or gate.json; compared by resolved path, so an absent one counts), not a file of one of
+    ``report_folders`` (`ingestaudit.report.provenance.report_owned`: its report files, kept vectors, questions/
+    and runs/), in a folder that exists or can be created and is writable.
 
     Raises:
         OutputError: the path and the reason.
@@ -208,6 +209,10 @@ def check_output_file(target: Path, *, corpus_root: Path | None = None, flag: st
         if _same_file(target, Path(other)):
             raise OutputError(f"{flag} {target}: is {Path(other).name}, a file this command writes itself; "
                               "choose another name")
+    for folder in report_folders:
+        if report_owned(target, Path(folder)):
+            raise OutputError(f"{flag} {target}: is a file of the report folder {folder}, which this command reads "
+                              "or writes; choose another name")
     if corpus_root is not None and inside(target, corpus_root, root_ids):
         raise OutputError(f"{flag} {target}: inside the corpus {corpus_root} (by path or as the same folder "
                           "through a mount); the corpus is never written to. Choose a file outside the corpus")

@@ -397,3 +397,28 @@ def test_a_pipeline_named_like_the_timings_run_entry_is_refused(tmp_path):
         r = run(*command)
         assert r.exit_code == 2 and "the name (run) is reserved" in " ".join(r.output.split()), r.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("rel", ["questions/reference.jsonl", "runs/reference.trec", "measurements.parquet",
+                                 "vectors.json"])
+def test_junit_onto_any_file_of_the_report_folder_is_refused(tmp_path, rel):
+    """`run --junit OUT/questions/<p>.jsonl` overwrote the questions file with XML; `compare --junit
+    BASE/measurements.parquet` destroyed the baseline's store and exited 0 (the hostile trial)."""
+    c = one_doc_corpus(tmp_path / "c")
+    out = tmp_path / "out"
+    r = run("run", str(c), "--out", str(out), "--baseline", f"history:{tmp_path / 'h.duckdb'}",
+            "--junit", str(out / rel))
+    said = " ".join(r.output.split())
+    assert r.exit_code == 2 and (f"is a file of the report folder {out}" in said  # report.json's own: named so
+                                 or "measurements.parquet, a file this command writes itself" in said), r.output
+    assert not out.exists()
+    base, head = tmp_path / "base", tmp_path / "head"
+    for folder in (base, head):
+        assert run("run", str(c), "--out", str(folder), "--stage", "extraction").exit_code == 0
+    before = (base / "measurements.parquet").read_bytes()
+    for folder in (base, head):
+        r = run("compare", str(base / "report.json"), str(head / "report.json"), "--junit", str(folder / rel))
+        assert r.exit_code == 2 and f"is a file of the report folder {folder}" in " ".join(r.output.split())
+    assert (base / "measurements.parquet").read_bytes() == before
+    ok = run("compare", str(base / "report.json"), str(head / "report.json"), "--junit", str(tmp_path / "j.xml"))
+    assert ok.exit_code == 0 and (tmp_path / "j.xml").read_text().startswith("<?xml")

@@ -27,6 +27,15 @@ def is_report_file(name: str) -> bool:
 REPORT_DIRS = ("questions", "runs")
 """The folders ``ingestaudit run`` writes into ``--out`` (one file per pipeline: `ingestaudit.report.questions`)."""
 
+
+def report_owned(target: Path, folder: Path) -> bool:
+    """True when ``target`` (absolute) is, or would be, a file of the report folder ``folder``: one of its
+    `is_report_file` names, or anything in its `REPORT_DIRS` (paths compared resolved)."""
+    parent, root = Path(target).parent.resolve(), Path(folder).resolve()
+    if parent == root:
+        return is_report_file(Path(target).name)
+    return parent.parent == root and parent.name in REPORT_DIRS
+
 STAGING_PREFIX = ".ingestaudit-tmp-"
 """Name prefix of the staging folders `ingestaudit.io` writes a report into before renaming it into place (hidden, so
 `check_out_folder` tolerates them)."""
