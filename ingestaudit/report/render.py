@@ -75,7 +75,10 @@ def _verdict_legend(report: Report) -> str:
 
 
 def _headline_legend(report: Report) -> str:
-    if chunking_differs(report.pipelines) and len(report.pipelines) > 1:
+    """The headline's legend, with `BUDGET_HEADLINE` only when retrieval's key can be the budget recall: the
+    pipelines chunk differently and a budget recall was measured (a run without retrieval said it too)."""
+    budget = any(s.metric.startswith("retrieval.span_recall@") and s.metric.endswith("ch") for s in report.summary)
+    if budget and len(report.pipelines) > 1 and chunking_differs(report.pipelines):
         return HEADLINE_LEGEND + "; " + BUDGET_HEADLINE
     return HEADLINE_LEGEND
 

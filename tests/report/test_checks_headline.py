@@ -52,3 +52,14 @@ def test_a_class_with_segment_labels_only_shows_content_retention_not_a_bare_das
     assert headline_keys(report.summary, doc_class="web")["boilerplate"] == ("boilerplate.content_retention", "none")
     (web,) = [h for h in headlines(report) if h.doc_class == "web"]
     assert [c.value for c in web.rows[0].cells] == [None, (27 + 26) / 56]  # B: micro 53/56
+
+
+def test_the_budget_legend_only_where_a_budget_recall_was_measured():
+    """The legend said "the pipelines differ in chunking: retrieval's headline is span recall..." in a run of two
+    parsers with no chunking and no retrieval at all (the new-user trial)."""
+    from ingestaudit.report.tables import BUDGET_HEADLINE
+
+    assert BUDGET_HEADLINE not in " ".join(render_markdown(mixed_report()).split())
+    rows = [Row(f"q{i}", "c", p, "retrieval.span_recall@2000ch", v, v * 10, 10, kind="question")
+            for i in range(3) for p, v in (("A", 0.5), ("B", 0.7))]
+    assert BUDGET_HEADLINE in " ".join(render_markdown(build(rows, pipelines=["A", "B"])).split())
