@@ -422,3 +422,11 @@ def test_junit_onto_any_file_of_the_report_folder_is_refused(tmp_path, rel):
     assert (base / "measurements.parquet").read_bytes() == before
     ok = run("compare", str(base / "report.json"), str(head / "report.json"), "--junit", str(tmp_path / "j.xml"))
     assert ok.exit_code == 0 and (tmp_path / "j.xml").read_text().startswith("<?xml")
+
+
+def test_an_auditor_option_value_refused_names_its_table(tmp_path):
+    """`threshold = 2` said "threshold must be in (0, 1], got 2" with no section (the hostile trial)."""
+    c = one_doc_corpus(tmp_path / "c", "[auditor_options.layout]\nthreshold = 2\n")
+    r = run("validate", str(c))
+    assert r.exit_code == 2
+    assert "ingestaudit.toml: [auditor_options.layout] threshold must be in (0, 1], got 2" in r.output

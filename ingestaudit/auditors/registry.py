@@ -63,11 +63,16 @@ def load_auditor(stage: str, options: dict[str, Any] | None = None) -> Auditor:
 
     Raises:
         UnknownStage: unknown stage name.
-        ValueError: an option the auditor does not take (message names the table).
+        ValueError: an option the auditor does not take, or a value it refuses (the message names the table).
     """
     cls = auditor_class(stage)
     try:
         return cls(**(options or {}))
+    except ValueError as exc:  # a value the auditor refuses: named with its table (``threshold must be ...``)
+        table = f"[auditor_options.{stage}]"
+        if table in str(exc) or type(exc) is not ValueError:  # named already, or a subclass callers catch by type
+            raise
+        raise ValueError(f"{table} {exc}") from exc
     except TypeError as exc:
         from ingestaudit.schema_keys import PAGES, option_names
 
