@@ -5,8 +5,11 @@ The auditor reads the pipeline's clean step (`ingestaudit.chain.Cleaning`, compu
 `ingestaudit.chain.clean_step`); it loads no cleaner. To compare cleaners, run one pipeline per cleaner:
 ``--sweep cleaner.use=none,trafilatura,repeated-lines`` or ``[pipelines.<name>] cleaner = ...``.
 
-For every document with ``boilerplate`` truth (or a reference main text), rows labelled with the pipeline's cleaner
-(definitions in `ingestaudit.metrics.boilerplate`):
+For every document with ``boilerplate`` truth (or a reference main text), rows with label ``""`` (definitions in
+`ingestaudit.metrics.boilerplate`). The cleaner is the pipeline's (its name and settings are in the report's
+pipelines): a cleaner sweep's pipelines then share every row's key, so the headline, the paired tests and the
+verdict compare them (rows labelled with each pipeline's cleaner could never be paired across a sweep; stop 34, a
+change from earlier reports, whose rows carried the cleaner's name as their label):
 
 - **spans** (``boilerplate.text`` + ``boilerplate.spans``), component level: the clean step also runs the cleaner on
   that text, whatever the parser; ``boilerplate.precision``, ``boilerplate.recall``, ``boilerplate.f1`` over
@@ -25,8 +28,7 @@ parser produced no text) makes every row of a text-reading cleaner ``no_predicti
 ``error`` rows with its message; a cleaner that cannot run on the input (`Cleaner.supports`: ``trafilatura``
 without raw HTML, ``repeated-lines`` on one page...) gives ``skipped`` rows with the reason.
 
-Precomputed outputs (DESIGN.md, "Precomputed outputs"): a precomputed pipeline's cleaner is ``precomputed`` (label
-``precomputed``): its output is the ``clean_text`` the parsed output carries, or the parsed text unchanged when it
+Precomputed outputs (DESIGN.md, "Precomputed outputs"): a precomputed pipeline's cleaner is ``precomputed``: its output is the ``clean_text`` the parsed output carries, or the parsed text unchanged when it
 carries none (what the chain then chunks). For the spans form the precomputed ``clean_text`` is used only when the
 precomputed ``text`` equals ``boilerplate.text`` (then it is that text's cleaned form); otherwise those rows are
 ``skipped``.
@@ -54,27 +56,27 @@ from ingestaudit.truth import Truth
 METRICS = (
     MetricSpec("boilerplate.precision", "removed characters that are labelled boilerplate / removed characters, over "
                "non-whitespace code points of boilerplate.text, removal located by aligning the cleaner's output "
-               "to its input; undefined (no_prediction) when nothing is removed; label = cleaner",
+               "to its input; undefined (no_prediction) when nothing is removed",
                higher_is_better=True, unit="chars"),
     MetricSpec("boilerplate.recall", "labelled boilerplate characters removed / labelled boilerplate characters, over "
-               "non-whitespace code points of boilerplate.text; label = cleaner", higher_is_better=True, unit="chars"),
+               "non-whitespace code points of boilerplate.text", higher_is_better=True, unit="chars"),
     MetricSpec("boilerplate.f1", "2·|removed ∩ labelled| / (|removed| + |labelled|) over non-whitespace code points "
-               "of boilerplate.text (van Rijsbergen F1 from counts); label = cleaner", higher_is_better=True,
+               "of boilerplate.text (van Rijsbergen F1 from counts)", higher_is_better=True,
                unit="chars"),
     MetricSpec("boilerplate.content_retention", "'with' segments present in the cleaned output / 'with' segments; "
-               "present = whitespace-normalized substring (trafilatura evaluation, tests/eval_common.py); label = "
-               "cleaner", higher_is_better=True, unit="segments"),
+               "present = whitespace-normalized substring (trafilatura evaluation, tests/eval_common.py)",
+               higher_is_better=True, unit="segments"),
     MetricSpec("boilerplate.removal_recall", "'without' segments absent from the cleaned output / 'without' "
-               "segments; absent = not a whitespace-normalized substring (trafilatura evaluation); label = cleaner",
+               "segments; absent = not a whitespace-normalized substring (trafilatura evaluation)",
                higher_is_better=True, unit="segments"),
     MetricSpec("boilerplate.shingle_precision", "bag-of-shingles precision vs the reference main text: Σ min(counts) "
                "/ output shingles; shingles = 4 consecutive \\w+ tokens by default (Scrapinghub "
-               "article-extraction-benchmark); label = cleaner", higher_is_better=True, unit="shingles"),
+               "article-extraction-benchmark)", higher_is_better=True, unit="shingles"),
     MetricSpec("boilerplate.shingle_recall", "bag-of-shingles recall vs the reference main text: Σ min(counts) / "
-               "reference shingles (4 \\w+ tokens by default); label = cleaner", higher_is_better=True,
+               "reference shingles (4 \\w+ tokens by default)", higher_is_better=True,
                unit="shingles"),
     MetricSpec("boilerplate.shingle_f1", "bag-of-shingles F1 vs the reference main text: 2·Σ min(counts) / (output "
-               "+ reference shingles); label = cleaner", higher_is_better=True, unit="shingles"),
+               "+ reference shingles)", higher_is_better=True, unit="shingles"),
 )
 register(*METRICS)
 
@@ -122,7 +124,8 @@ class BoilerplateAuditor(Auditor):
         """Every rule behind the numbers (the cleaner, its version and settings are the pipeline's, in the
         report's pipelines)."""
         return {
-            "cleaner": "the pipeline's cleaner (the rows' label); compare cleaners with --sweep cleaner.use=...",
+            "cleaner": "the pipeline's cleaner (rows labelled ''; the cleaner is in the report's pipelines); compare "
+                       "cleaners with --sweep cleaner.use=...",
             "span_unit": "non-whitespace code points",
             "alignment": f"patience diff over \\S+ words, LCS (rapidfuzz Indel) where no unique word anchors, "
                          f"difflib longest-block-first over characters of unmatched words (<= {CHAR_DIFFLIB_MAX} "
@@ -173,7 +176,7 @@ class BoilerplateAuditor(Auditor):
     # -- audit --------------------------------------------------------------------------------------------------
 
     def audit(self, item: ItemArtefacts) -> list[Score]:
-        """Rows for every label form present (module docstring), labelled with the pipeline's cleaner.
+        """Rows for every label form present (module docstring), with label ``""`` (the cleaner is the pipeline's).
 
         Args:
             item: the document's artefacts; it reads ``item.steps["clean"]`` (`ingestaudit.chain.Cleaning`, from
@@ -185,7 +188,7 @@ class BoilerplateAuditor(Auditor):
         """
         cleaning = item.steps[CLEAN]
         truth, parsed = item.truth, item.parsed
-        name = cleaning.cleaner
+        name = ""  # every row's label: the cleaner is the pipeline's, so a cleaner sweep's rows pair up
         bp = truth.boilerplate
         rows: list[Score] = []
         if bp is not None and bp.text is not None:

@@ -49,8 +49,8 @@ PAGE_DIRS = ("html", "cache", "eval")
 """Folders searched for the pages, in order."""
 CONFIG = """\
 # Written by 'ingestaudit import trafilatura-eval': boilerplate removal on real web pages, end to end.
-# One pipeline per cleaner (trafilatura on the raw HTML, none and unstructured on the parser's text); the
-# boilerplate rows of each are labelled with its cleaner. Remove a pipeline to leave its cleaner out.
+# One pipeline per cleaner (trafilatura on the raw HTML, none and unstructured on the parser's text), each
+# named after its cleaner. Remove a pipeline to leave its cleaner out.
 [run]
 parsers = ["unstructured"]
 stages = ["boilerplate"]

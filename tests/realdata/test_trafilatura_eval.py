@@ -169,7 +169,7 @@ def test_cli_reports_every_cleaner_on_each_sampled_page(sample, direct, tmp_path
     report = load_report(out)
     assert [p["name"] for p in report["pipelines"]] == ["none", "trafilatura", "unstructured"]  # one per cleaner
     assert {p["stages"]["parser"]["implementation"] for p in report["pipelines"]} == {"unstructured"}
-    rows = {(m["item"], m["metric"], m["label"]): m for m in measurements(report)
+    rows = {(m["item"], m["metric"], m["pipeline"]): m for m in measurements(report)  # a pipeline per cleaner
             if m["stage"] == "boilerplate"}
     for doc_id in pages:
         for cleaner in CLEANERS:
@@ -184,7 +184,7 @@ def test_cli_reports_every_cleaner_on_each_sampled_page(sample, direct, tmp_path
         # unstructured 0.27's partition_html never categorizes Header/Footer/PageNumber: its cleaner equals none
         for metric in SEGMENT_METRICS:
             assert rows[doc_id, metric, "unstructured"]["value"] == rows[doc_id, metric, "none"]["value"]
-    summary = {(s["metric"], s["label"]): s for s in report["summary"] if s["doc_class"] == "__all__"}
+    summary = {(s["metric"], s["pipeline"]): s for s in report["summary"] if s["doc_class"] == "__all__"}
     for cleaner in CLEANERS:
         for metric in SEGMENT_METRICS:
             s = summary[metric, cleaner]

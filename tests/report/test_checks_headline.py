@@ -47,9 +47,9 @@ def test_a_class_with_segment_labels_only_shows_content_retention_not_a_bare_das
     for i, kept in enumerate((27, 26)):
         rows += [Row(f"web/w{i}", "web", "A", m, None, state="skipped", reason="unsupported file type .html")
                  for m in ("boilerplate.f1", "boilerplate.content_retention")]
-        rows += [Row(f"web/w{i}", "web", "B", "boilerplate.content_retention", kept / 28, kept, 28, label="none")]
+        rows += [Row(f"web/w{i}", "web", "B", "boilerplate.content_retention", kept / 28, kept, 28)]
     report = build(rows, pipelines=["A", "B"])
-    assert headline_keys(report.summary, doc_class="web")["boilerplate"] == ("boilerplate.content_retention", "none")
+    assert headline_keys(report.summary, doc_class="web")["boilerplate"] == ("boilerplate.content_retention", "")
     (web,) = [h for h in headlines(report) if h.doc_class == "web"]
     assert [c.value for c in web.rows[0].cells] == [None, (27 + 26) / 56]  # B: micro 53/56
 
