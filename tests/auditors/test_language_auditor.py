@@ -314,22 +314,24 @@ def test_demo_component_level_and_end_to_end(tmp_path):
     assert len(ref) == 10 and all(v == ("ok", 1.0, "de" if "stadtbibliothek" in d else "en") for d, v in ref.items())
     assert summary(report, "reference", "language.macro_f1")["micro"] == 1.0
     assert summary(report, "reference", "language.f1", "de")["micro"] == 1.0
-    # end to end with PyMuPDF: 3 born-digital PDFs right; the image-only PDF has no text layer, so the detector
-    # gets "" and abstains; PNG and HTML files are skipped by PyMuPDF (no stage output, not scored)
+    # end to end with PyMuPDF: 3 born-digital PDFs right; the image-only PDF has no text layer, so its rows are
+    # no_prediction (no text: nothing to detect, not scored; it scored 0 as an abstention before stop 34); PNG and
+    # HTML files are skipped by PyMuPDF (no stage output, not scored)
     e2e = _correct(report, "pymupdf")
-    assert e2e["scanned/allotment_minutes"] == ("ok", 0.0, None)
+    assert e2e["scanned/allotment_minutes"] == ("no_prediction", None, None)
     assert {d for d, v in e2e.items() if v == ("ok", 1.0, "en")} == {
         "born_digital/bylaw_quiet_hours", "born_digital/lab_notes_right_first", "born_digital/pump_field_note"}
     assert {d for d, v in e2e.items() if v[0] == "skipped"} == {
         "scanned/bylaw_quiet_hours_scan", "scanned/notice_water_main", "scanned/recipe_card_degraded",
         "web/kettle_faq", "web/stadtbibliothek_oeffnungszeiten", "web/trail_guide"}
-    # accuracy 3/4 and coverage 3/4; en: P 3/3, R 3/4, F1 6/7 (= macro F1: en is the only language scored)
-    assert summary(report, "pymupdf", "language.accuracy")["micro"] == 0.75
-    assert summary(report, "pymupdf", "language.coverage")["micro"] == 0.75
-    assert summary(report, "pymupdf", "language.f1", "en")["micro"] == pytest.approx(6 / 7)
-    assert summary(report, "pymupdf", "language.macro_f1")["micro"] == pytest.approx(6 / 7)
-    # the mixed flag reads the reference texts of the documents each parser produced output for: none is mixed
-    for parser, n in (("reference", 10), ("pymupdf", 4)):
+    # 3 scored: accuracy 3/3 and coverage 3/3; en: P 3/3, R 3/3, F1 1 (= macro F1: en is the only language scored)
+    assert summary(report, "pymupdf", "language.accuracy")["micro"] == 1.0
+    assert summary(report, "pymupdf", "language.coverage")["micro"] == 1.0
+    assert summary(report, "pymupdf", "language.f1", "en")["micro"] == 1.0
+    assert summary(report, "pymupdf", "language.macro_f1")["micro"] == 1.0
+    assert summary(report, "pymupdf", "language.macro_f1", cls="scanned")["states"]["no_prediction"] == 1
+    # the mixed flag reads the reference texts of the documents each parser produced text for: none is mixed
+    for parser, n in (("reference", 10), ("pymupdf", 3)):
         row = summary(report, parser, "language.mixed")
         assert (row["n_docs"], row["micro"]) == (n, 0.0)
     skipped = [m for m in measurements(report) if m["pipeline"] == "pymupdf" and m["stage"] == "language"
@@ -342,8 +344,8 @@ def test_demo_german_end_to_end_through_unstructured(tmp_path):
     report = _demo_report(tmp_path, ["reference", "unstructured"])
     e2e = _correct(report, "unstructured")
     assert e2e["web/stadtbibliothek_oeffnungszeiten"] == ("ok", 1.0, "de")
-    assert e2e["scanned/allotment_minutes"] == ("ok", 0.0, None)  # no text layer: abstained
-    # 7 documents scored: 5 English right + 1 abstained, 1 German right.
-    # en: tp 5, fn 1 -> F1 10/11; de: F1 1; macro (10/11 + 1)/2 = 21/22; accuracy 6/7
-    assert summary(report, "unstructured", "language.macro_f1")["micro"] == pytest.approx(21 / 22)
-    assert summary(report, "unstructured", "language.accuracy")["micro"] == pytest.approx(6 / 7)
+    assert e2e["scanned/allotment_minutes"] == ("no_prediction", None, None)  # no text layer: nothing to detect
+    # 6 documents scored: 5 English right, 1 German right: F1 1 for both, macro 1, accuracy 6/6 (the empty parse,
+    # scored as an abstention before stop 34, made en's F1 10/11, macro 21/22, accuracy 6/7)
+    assert summary(report, "unstructured", "language.macro_f1")["micro"] == 1.0
+    assert summary(report, "unstructured", "language.accuracy")["micro"] == 1.0
