@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from ingestaudit.cli import app
 from ingestaudit.run_progress import DOCUMENT_STEP, RunProgress
 from ingestaudit.step_times import add, restore, take, timed, top
+from _tiny_corpus import write_tiny_corpus
 
 
 def _terminal() -> tuple[Console, io.StringIO]:
@@ -79,13 +80,7 @@ def tiny_run(tmp_path_factory):
     folder, its stderr and its wall time measured around the command."""
     tmp = tmp_path_factory.mktemp("tiny")
     corpus = tmp / "corpus"
-    (corpus / "docs" / "c").mkdir(parents=True)
-    (corpus / "truth" / "c").mkdir(parents=True)
-    (corpus / "docs" / "c" / "a.txt").write_text("x\n")
-    (corpus / "truth" / "c" / "a.txt").write_text("The pump runs at forty litres per hour. It is quiet.\n\n"
-                                                 "The valve opens slowly and closes fast when the pressure drops.")
-    (corpus / "questions.jsonl").write_text(json.dumps({"id": "q1", "question": "How fast does the pump run?",
-                                                        "relevant": [{"doc": "c/a", "start": 0, "end": 39}]}) + "\n")
+    write_tiny_corpus(corpus)
     cfg = tmp / "cfg.toml"
     cfg.write_text(f'[run]\nexecutor = "serial"\ncache_dir = "{tmp / "cache"}"\n\n[pipelines.p]\nparser = "reference"\n')
     return tmp, corpus, cfg

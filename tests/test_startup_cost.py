@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _tiny_corpus import write_tiny_corpus
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "sentence_transformers", "transformers")
 OPTIONAL = ("ingestaudit.parsers.tesseract_parser", "pytesseract", "spacy", "presidio_analyzer", "lingua",
@@ -94,13 +96,7 @@ def test_a_run_whose_embeddings_are_all_cached_imports_neither_sentence_transfor
     (tmp_path / "_probe.py").write_text(PROBE)
     (tmp_path / "driver.py").write_text(DRIVER)
     corpus = tmp_path / "corpus"
-    (corpus / "docs" / "c").mkdir(parents=True)
-    (corpus / "truth" / "c").mkdir(parents=True)
-    (corpus / "docs" / "c" / "a.txt").write_text("x\n")
-    (corpus / "truth" / "c" / "a.txt").write_text("The pump runs at forty litres per hour. It is quiet.\n\n"
-                                                 "The valve opens slowly and closes fast when the pressure drops.")
-    (corpus / "questions.jsonl").write_text(json.dumps({"id": "q1", "question": "How fast does the pump run?",
-                                                        "relevant": [{"doc": "c/a", "start": 0, "end": 39}]}) + "\n")
+    write_tiny_corpus(corpus)
     (tmp_path / "cfg.toml").write_text(f'[run]\ncache_dir = "{tmp_path / "cache"}"\n\n'
                                        '[pipelines.p]\nparser = "reference"\n')
     # cold: the model loads (in the main process with the serial executor), which shows the probe sees imports
