@@ -448,3 +448,21 @@ def test_a_shard_that_is_no_regular_file_is_never_opened(tmp_path, kind):
         shard.symlink_to(target)
         why = "a symbolic link, not a regular file"
     _embed_again_with_one_warning(tmp_path, VersionedHash(), shard, why)
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda v: v[:, :4], "vectors of dimension 4, the model's is 8 (model.json)"),
+    (lambda v: np.where(np.arange(v.shape[1]) == 0, np.nan, v), "a NaN, an infinity or an all-zero vector"),
+    (lambda v: np.zeros_like(v), "a NaN, an infinity or an all-zero vector")])
+def test_a_shard_of_the_right_model_with_impossible_vectors_is_recomputed(tmp_path, damage, why):
+    """A shard recording the right identity whose vectors no embedding is (the hostile trial: zero vectors scored 0
+    and still showed recall 1; NaN failed later, blaming the retriever; vectors of another size a broadcast error)."""
+    writer = VersionedHash()
+    CachedEmbedder(writer, EmbeddingCache(tmp_path)).embed(["a b c"])
+    shard = _only_shard(EmbeddingCache(tmp_path), writer)
+    with np.load(shard, allow_pickle=False) as npz:
+        parts = {name: npz[name] for name in npz.files}
+    parts["vectors"] = np.asarray(damage(parts["vectors"]), dtype=np.float32)
+    with open(shard, "wb") as fh:
+        np.savez(fh, **parts)
+    _embed_again_with_one_warning(tmp_path, VersionedHash(), shard, why)

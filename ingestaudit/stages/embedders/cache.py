@@ -10,9 +10,10 @@ Layout under the cache folder (``<dir>`` = `cache_dir_name`: sha256 of the model
     <folder>/<dir>/shard-<unique>.npz  keys: sha256 hex of each text (U64), vectors: float32 (n, d),
                                        model_id: str, versions: JSON str (the identity that wrote the shard)
 
-A shard is used only when it loads whole, its vectors are ``(len(keys), d)`` and the identity it records is the one
-asked for: a truncated shard, or one of another model or another library version (copied in, or written by an older
-ingestaudit that recorded no identity), is never used; its texts are embedded again and ONE `EmbeddingCacheWarning`
+A shard is used only when it is a regular file, loads whole, its vectors are ``(len(keys), d)`` with ``d`` the
+model.json's dimension, finite and none all zeros, and the identity it records is the one asked for: a truncated
+shard, or one of another model or another library version (copied in, or written by an older ingestaudit that
+recorded no identity), is never used; its texts are embedded again and ONE `EmbeddingCacheWarning`
 per process names the file and the reason (`EmbeddingCache.ignored` keeps them). The shard is then renamed
 ``unused-shard-...npz`` (`UNUSED_PREFIX`), so the next run neither reads it nor warns again.
 
@@ -57,6 +58,16 @@ class EmbeddingCacheWarning(EmbeddingError, UserWarning):
     """A cache shard was not used (truncated, of another model or of another library version); its texts are
     embedded again. Issued with `warnings.warn`, never raised; the message names the file. Of the embedder family
     (`ingestaudit.errors.EmbeddingError`) so that ``-W error::ingestaudit.errors.IngestAuditError`` makes it fatal."""
+
+
+def _recorded_dimension(mdir: Path) -> int | None:
+    """The ``dimension`` the folder's model.json records (written with its first shard), or None when it cannot be
+    read (then a shard's dimension is not checked against it)."""
+    try:
+        value = json.loads((mdir / "model.json").read_text(encoding="utf-8")).get("dimension")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def versions_text(versions: dict[str, str] | None) -> str:
@@ -162,6 +173,13 @@ class EmbeddingCache:
             return None
         if vectors.ndim != 2 or keys.ndim != 1 or len(keys) != len(vectors):
             self._ignore(path, f"{len(keys)} keys for vectors of shape {vectors.shape} (truncated or corrupt)")
+            return None
+        dimension = _recorded_dimension(path.parent)
+        if dimension is not None and vectors.shape[1] != dimension:
+            self._ignore(path, f"vectors of dimension {vectors.shape[1]}, the model's is {dimension} (model.json)")
+            return None
+        if not np.isfinite(vectors).all() or (len(vectors) and not np.any(vectors, axis=1).all()):
+            self._ignore(path, "it holds a NaN, an infinity or an all-zero vector (no embedding is)")
             return None
         if written_by is None or written_with is None:
             self._ignore(path, "it records no model identity (written by an older ingestaudit)")
