@@ -19,6 +19,8 @@ auditor still reports the cleaner ``skipped`` there. Any other exception of the 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +36,7 @@ from ingestaudit.step_times import timed
 
 __all__ = ["DEFAULT_HEADING_THRESHOLD", "DEFAULT_MIN_SPAN_COVERAGE", "ChainOutput", "ChunkOutputError", "CleanAttempt",
            "Cleaning", "DocChunks", "EvidenceRef", "EvidenceTrace", "check_chunks", "clean_step", "run_chain",
-           "section_in_reference", "trace_evidence"]
+           "numbering", "section_in_reference", "section_matches", "trace_evidence"]
 
 
 @dataclass(frozen=True)
@@ -146,10 +148,24 @@ def _run_offsets(runs: list[tuple[int, int]], to_ref: Any, located: tuple[int, i
     return out
 
 
+def numbering(text: str) -> list[str]:
+    """A heading's numbering: its word tokens (``\\w+`` runs, lower-cased) that hold a digit or are one character
+    long, in order ("5.2 Results" -> ["5", "2"], "Appendix B" -> ["b"])."""
+    return [t for t in re.findall(r"\w+", text.lower()) if len(t) == 1 or any(c.isdigit() for c in t)]
+
+
+def section_matches(label: str, heading: str, threshold: float = DEFAULT_HEADING_THRESHOLD) -> bool:
+    """Whether a section evidence label names ``heading``: `ingestaudit.metrics.layout.heading_matches` at
+    ``threshold`` (the layout audit's similarity) AND the same `numbering`. Similarity alone matched siblings:
+    "5.1 Results" / "5.2 Results" 0.91, "Appendix A" / "Appendix B" 0.9, so a chunk under 5.2 held 5.1's evidence;
+    "5.2 Quantitative Results" still matches "5.2 Quantitative results:" (0.96, numbering ["5", "2"] both)."""
+    return heading_matches(label, heading, threshold) and numbering(label) == numbering(heading)
+
+
 def section_in_reference(label: str, reference: str, threshold: float = DEFAULT_HEADING_THRESHOLD) -> bool:
     """Whether a section label matches a heading of the reference text: a line of it (Markdown ``#`` marks and
-    white space stripped) that `ingestaudit.metrics.layout.heading_matches` the label at ``threshold``."""
-    return any(heading_matches(label, line.strip().lstrip("#").strip(), threshold)
+    white space stripped) that `section_matches` the label at ``threshold``."""
+    return any(section_matches(label, line.strip().lstrip("#").strip(), threshold)
                for line in reference.splitlines() if line.strip())
 
 
@@ -162,8 +178,8 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
     """Where one evidence item survives. Span items are measured in reference code points through the composed
     offset maps, a chunk's share of the span by `ingestaudit.metrics.chunking.evidence_coverage` (the one definition
     of "a chunk holds a span"); a section item survives parsing when the parser emitted a heading that matches its
-    label (`ingestaudit.metrics.layout.heading_matches` at ``heading_threshold``: the layout audit's matching and
-    threshold), a page item when the parsed document has that page, a document item when the parsed text is not
+    label (`section_matches`: the layout audit's similarity at ``heading_threshold``, its threshold, and the same
+    numbering), a page item when the parsed document has that page, a document item when the parsed text is not
     empty; such items survive cleaning when the cleaned text is not empty. A section item no parsed heading matches
     is ``label_unmatched`` when no line of the ``reference`` text matches it either (`section_in_reference`).
 
@@ -192,7 +208,7 @@ def trace_evidence(ev: EvidenceRef, *, parsed_to_ref: Any | None, cleaned_to_ref
         label = ev.section or ""
 
         def want(text: str) -> bool:
-            return heading_matches(label, text, heading_threshold)
+            return section_matches(label, text, heading_threshold)
 
         found = any(want(h.text) for h in parsed_layout.headings)
         alive = 1.0 if found else 0.0

@@ -477,7 +477,8 @@ def _run_task(task: Task) -> TaskResult:
     if note:  # a cleaner that could not handle the document: said first, before the parser's (capped) warnings
         warnings = [note, *(warnings if isinstance(warnings, (list, tuple)) else [warnings] if warnings else [])]
     kept, count = kept_warnings(warnings)
-    empty = empty_output_failure(task, parsed, kept) if any(a.stage == "extraction" for a in applicable) else ""
+    empty = (empty_output_failure(task, parsed, kept_warnings(parsed.warnings)[0])  # the parser's own warnings
+             if any(a.stage == "extraction" for a in applicable) else "")
     if empty:
         failures.append(("extraction", empty))
     return TaskResult(rows, failures, chunks=doc_chunks, warnings=kept, warning_count=count, artefacts=artefacts)

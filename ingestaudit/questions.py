@@ -242,9 +242,9 @@ def _schema_problems(exc: ValidationError, rel: str, where: str) -> list[Problem
 
 
 def section_key(text: str) -> str:
-    """How a ``section`` evidence item matches a heading: white-space runs collapsed to one space, ends stripped,
-    case folded (``"  Fees\nand  Charges"`` matches ``"fees and charges"``). The one definition used by validation
-    and by the stage chain."""
+    """How validation matches a ``section`` evidence item to a labelled heading of its document's truth: white-space
+    runs collapsed to one space, ends stripped, case folded (``"  Fees\nand  Charges"`` matches ``"fees and
+    charges"``). The stage chain matches it to a parser's headings fuzzily (`ingestaudit.chain.section_matches`)."""
     return " ".join(text.split()).casefold()
 
 

@@ -86,3 +86,19 @@ def test_the_section_threshold_is_printed_in_the_conventions():
             ) in run_conventions(report)
     assert section_threshold({"layout": {"threshold": 0.9, "paragraphs": "line"}}) == 0.9
     assert section_threshold({}) == DEFAULT_THRESHOLD == 0.8
+
+
+def test_a_sibling_heading_is_not_the_labelled_section():
+    """Similarity alone matched siblings ("5.1 Results" / "5.2 Results" 0.91, "Appendix A" / "Appendix B" 0.9), so
+    a chunk under 5.2 held 5.1's evidence (the review of stop 34); the numbering must agree too."""
+    from ingestaudit.chain import numbering, section_matches
+
+    assert similarity("5.1 Results", "5.2 Results") == pytest.approx(1 - 1 / 11)  # one substitution in 11
+    assert numbering("5.1 Results") == ["5", "1"] and numbering("Appendix B") == ["b"]
+    assert not section_matches("5.1 Results", "5.2 Results")
+    assert not section_matches("Appendix A", "Appendix B")
+    assert section_matches("5.2 Quantitative Results", "5.2 Quantitative results:")
+    t = trace("5.1 Results", ["5.1 Results", "5.2 Results"])
+    assert (t.parsed, t.holding) == (1.0, [0])  # only the chunk under 5.1 (it held both before)
+    t = trace("Appendix A", ["Appendix B"])  # the parser dropped Appendix A: lost, not held by its sibling
+    assert (t.parsed, t.holding) == (0.0, [])
