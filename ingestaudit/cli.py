@@ -575,13 +575,13 @@ def _finish_run(report, found, out: Path, out_warning: str, base_report, base_la
         if history is None:  # checked before the audit; a lock taken since is reported after the report is saved
             return None
         from ingestaudit.report.history import HistoryError, append_run, trends
-        from ingestaudit.report.tables import headline_keys
+        from ingestaudit.report.tables import all_headline_keys
 
         try:
             run_id = append_run(history, report, label=label,
                                 verdict=report.gate.verdict if report.gate is not None else None)
             recorded = True
-            keys = list(headline_keys(report.summary, report.pipelines).values())
+            keys = all_headline_keys(report.summary, report.pipelines)  # every class's keys, as the gate bands them
             found_trend = trends(history, metrics=keys)
             notes.append(f"history: run {run_id} appended to {history}")  # printed after the verdict
             return found_trend

@@ -261,8 +261,9 @@ def test_questions_command_survives_a_bad_line(tmp_path):
     folder.mkdir(parents=True)
     good = [{"id": f"q{i}", "question": f"question {i}", "class": "a", "pipeline": "p",
              "results": [{"rank": 1, "doc": "a/x", "chunk": 0, "start": 0, "end": 5, "hit": i == 1}]} for i in (1, 2)]
+    half = {"id": "q8", "results": [{"rank": 1, "doc": "a/x", "start": 3, "hit": False}]}  # KeyError 'end' before
     lines = [json.dumps(good[0]), "{not json", json.dumps({"id": "q9", "results": [{"rank": "1"}]}),
-             json.dumps(good[1])]
+             json.dumps(good[1]), json.dumps(half)]
     (folder / "p.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     r = run("questions", str(tmp_path / "report"))
     assert r.exit_code == 0, r.output
@@ -270,8 +271,10 @@ def test_questions_command_survives_a_bad_line(tmp_path):
     assert f"warning: {folder / 'p.jsonl'}:2: not JSON (Expecting property name enclosed in double quotes)" in said
     assert f"warning: {folder / 'p.jsonl'}:3: results[0]: an object with rank (a whole number), hit (true/false) " \
            "and doc expected; skipped" in said
+    assert f"warning: {folder / 'p.jsonl'}:5: results[0]: start and end both whole numbers, or both null; " \
+           "skipped" in said
     # lines 1 and 4 listed: q1 hit at rank 1, q2 missed -> 1 of 2 questions with a hit
-    assert "q1 [a] question 1" in said and "q2 [a] question 2" in said and "q9" not in said
+    assert "q1 [a] question 1" in said and "q2 [a] question 2" in said and "q9" not in said and "q8" not in said
     assert "p: 1 of 2 questions with a hit in the top results (misses: 1)" in said
 
 

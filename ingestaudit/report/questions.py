@@ -166,7 +166,8 @@ def write_question_files(stage: Any, report: Any) -> None:
 
 def _record_problem(rec: Any) -> str | None:
     """Why a line's value is not a question record `listing` can show, or None: an object with a string ``id`` and
-    a list ``results`` of objects, each with ``rank`` (a whole number), ``hit`` (true/false) and ``doc``."""
+    a list ``results`` of objects, each with ``rank`` (a whole number), ``hit`` (true/false), ``doc``, and
+    ``start``/``end`` both whole numbers or both null (a docno needs both)."""
     if not isinstance(rec, dict):
         return "not a question record (a JSON object)"
     if not isinstance(rec.get("id"), str):
@@ -174,10 +175,14 @@ def _record_problem(rec: Any) -> str | None:
     results = rec.get("results")
     if not isinstance(results, list):
         return "results: a list expected"
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
     for i, x in enumerate(results):
-        if not isinstance(x, dict) or "doc" not in x or not isinstance(x.get("hit"), bool) \
-                or isinstance(x.get("rank"), bool) or not isinstance(x.get("rank"), int):
+        if not isinstance(x, dict) or "doc" not in x or not isinstance(x.get("hit"), bool) or not whole(x.get("rank")):
             return f"results[{i}]: an object with rank (a whole number), hit (true/false) and doc expected"
+        if not ((x.get("start") is None and x.get("end") is None) or (whole(x.get("start")) and whole(x.get("end")))):
+            return f"results[{i}]: start and end both whole numbers, or both null"
     return None
 
 

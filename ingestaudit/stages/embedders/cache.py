@@ -124,6 +124,7 @@ class EmbeddingCache:
         self.folder = default_cache_folder(folder)
         self._index: dict[str, dict[str, tuple[str, int]]] = {}  # model dir -> key -> (shard, row)
         self._seen: dict[str, set[str]] = {}  # model dir -> shard names indexed
+        self._dimensions: dict[str, int] = {}  # model dir -> the dimension its model.json records (once read)
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self.shards_written = 0
         self.ignored: dict[str, str] = {}  # shard path -> why it was not used (warned once each)
@@ -174,7 +175,11 @@ class EmbeddingCache:
         if vectors.ndim != 2 or keys.ndim != 1 or len(keys) != len(vectors):
             self._ignore(path, f"{len(keys)} keys for vectors of shape {vectors.shape} (truncated or corrupt)")
             return None
-        dimension = _recorded_dimension(path.parent)
+        dimension = self._dimensions.get(path.parent.name)
+        if dimension is None:  # read once per folder (not per shard); absent until the folder's first shard
+            dimension = _recorded_dimension(path.parent)
+            if dimension is not None:
+                self._dimensions[path.parent.name] = dimension
         if dimension is not None and vectors.shape[1] != dimension:
             self._ignore(path, f"vectors of dimension {vectors.shape[1]}, the model's is {dimension} (model.json)")
             return None
