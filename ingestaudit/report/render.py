@@ -27,8 +27,9 @@ from ingestaudit.report.escape import md_code, md_text, safe_for_terminal, termi
 from ingestaudit.report.paired import PAIRING
 from ingestaudit.report.schema import ALL_CLASSES, Report
 from ingestaudit.report.rows import distinct, item_keys
-from ingestaudit.report.tables import (BUDGET_HEADLINE, STAGE_ORDER, Headline, chunking_differs, class_tables,
-                                      direction, failure_groups, g4, headlines, measurement_rows)
+from ingestaudit.report.tables import (BUDGET_HEADLINE, STAGE_ORDER, Headline, budget_key, chunking_differs,
+                                      class_tables, direction, failure_groups, g4, headline_value, headlines,
+                                      measurement_rows)
 from ingestaudit.report.questions import question_records, question_table
 from ingestaudit.report.verdict import DECIDING_TEST, verdict_lines
 
@@ -77,7 +78,7 @@ def _verdict_legend(report: Report) -> str:
 def _headline_legend(report: Report) -> str:
     """The headline's legend, with `BUDGET_HEADLINE` only when retrieval's key can be the budget recall: the
     pipelines chunk differently and a budget recall was measured (a run without retrieval said it too)."""
-    budget = any(s.metric.startswith("retrieval.span_recall@") and s.metric.endswith("ch") for s in report.summary)
+    budget = budget_key(s.metric for s in report.summary if headline_value(s) is not None) is not None
     if budget and len(report.pipelines) > 1 and chunking_differs(report.pipelines):
         return HEADLINE_LEGEND + "; " + BUDGET_HEADLINE
     return HEADLINE_LEGEND
