@@ -433,3 +433,11 @@ def test_an_auditor_option_value_refused_names_its_table(tmp_path):
     r = run("validate", str(c))
     assert r.exit_code == 2
     assert "ingestaudit.toml: [auditor_options.layout] threshold must be in (0, 1], got 2" in r.output
+
+
+def test_questions_on_a_folder_whose_files_are_gone_is_exit_2(tmp_path):
+    """It said "no question to show" and exit 0 when questions/*.jsonl had been deleted (the hostile trial)."""
+    folder = tmp_path / "report" / "questions"
+    folder.mkdir(parents=True)
+    r = run("questions", str(tmp_path / "report"))
+    assert r.exit_code == 2 and f"{folder}: no <pipeline>.jsonl file" in " ".join(r.output.split()), r.output

@@ -41,7 +41,8 @@ Convention ``missing_table`` (option of this auditor, printed in the report's co
 ``"zero"`` counts a reference table the pipeline did not extract (unmatched) as TEDS 0 in the document value, as
 above; ``"skip"`` leaves it out: TEDS_doc = (sum over matched r of TEDS(r, pair(r))) / |matched|, its ``table/<k>``
 rows ``no_prediction``, a document with no matched table ``no_prediction``. Detection (precision, recall, F1) is
-the same under both.
+the same under both for a parser that looks for tables; for one that does not (above), ``"zero"`` scores recall and
+F1 0 and ``"skip"`` leaves every detection row ``no_prediction``.
 
 A reference table the metric cannot use (unparseable, no ``<table>``, a span attribute that is not an integer:
 ``error``; over the node budget: ``skipped``), matched or not, and a pair it cannot score (the same problems on the

@@ -198,7 +198,8 @@ def read_question_files(report_dir: Path, problems: list[str] | None = None, lim
             the first one raises.
 
     Raises:
-        ValueError: no ``questions`` folder; with ``problems`` None, a bad line or file (file and line named).
+        ValueError: no ``questions`` folder, or no ``.jsonl`` file in it; with ``problems`` None, a bad line or file
+            (file and line named).
     """
     from ingestaudit.config import Limits
     from ingestaudit.inputs import InputFileError, read_input_text
@@ -215,7 +216,11 @@ def read_question_files(report_dir: Path, problems: list[str] | None = None, lim
         problems.append(message)
 
     out: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(folder.glob("*.jsonl")):
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:  # a listing of nothing would read as "no question to show" (exit 0)
+        raise ValueError(f"{folder}: no <pipeline>.jsonl file (deleted, or not a report folder of a run with "
+                         "questions)")
+    for path in files:
         records = []
         try:
             lines = jsonl_lines(read_input_text(path, max_bytes=limits.results_bytes, limit="limits.results_bytes"))
