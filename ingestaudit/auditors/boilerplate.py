@@ -188,19 +188,18 @@ class BoilerplateAuditor(Auditor):
         """
         cleaning = item.steps[CLEAN]
         truth, parsed = item.truth, item.parsed
-        name = ""  # every row's label: the cleaner is the pipeline's, so a cleaner sweep's rows pair up
         bp = truth.boilerplate
         rows: list[Score] = []
         if bp is not None and bp.text is not None:
             if cleaning.labelled is None:
-                rows += [Score.missing(m, State.ERROR, "the clean step did not clean boilerplate.text", label=name)
+                rows += [Score.missing(m, State.ERROR, "the clean step did not clean boilerplate.text")
                          for m in SPAN_METRICS]
             else:
                 result, state, msg = self._outcome(cleaning, cleaning.labelled, bp.text)
                 if result is None:
-                    rows += [Score.missing(m, state, msg, label=name) for m in SPAN_METRICS]
+                    rows += [Score.missing(m, state, msg) for m in SPAN_METRICS]
                 else:
-                    rows += self._span_scores(name, bp.text, bp.spans, result)
+                    rows += self._span_scores(bp.text, bp.spans, result)
         seg_metrics = ([SEGMENT_METRICS[0]] if bp is not None and bp.with_ else []) + \
                       ([SEGMENT_METRICS[1]] if bp is not None and bp.without else [])
         main = self.main_text(truth)
@@ -208,77 +207,76 @@ class BoilerplateAuditor(Auditor):
             result, state, msg = self._outcome(cleaning, cleaning.parsed, parsed.text or "")
             if result is None:
                 names = seg_metrics + (list(SHINGLE_METRICS) if main is not None else [])
-                rows += [Score.missing(m, state, msg, label=name) for m in names]
+                rows += [Score.missing(m, state, msg) for m in names]
             else:
                 if seg_metrics:
-                    rows += self._segment_scores(name, bp, result, seg_metrics)
+                    rows += self._segment_scores(bp, result, seg_metrics)
                 if main is not None:
-                    rows += self._shingle_scores(name, main, result)
+                    rows += self._shingle_scores(main, result)
         return rows
 
-    def _span_scores(self, name: str, text: str, spans: Any, result: Any) -> list[Score]:
+    def _span_scores(self, text: str, spans: Any, result: Any) -> list[Score]:
         c = span_counts_from_removal(text, align_removal(text, result.text), spans)
         base = {"input": "boilerplate.text", "unit": "non-whitespace code points", "total": c.total,
                 "removed": c.removed, "labelled": c.labelled, "removed_labelled": c.removed_labelled,
                 "inserted": c.inserted}
         if c.removed == 0:
-            precision = Score("boilerplate.precision", None, None, None, State.NO_PREDICTION, name,
+            precision = Score("boilerplate.precision", None, None, None, State.NO_PREDICTION, "",
                               {**base, "reason": "nothing removed: precision is undefined",
                                "cleaner_detail": result.detail})
         else:
-            precision = Score.ratio("boilerplate.precision", c.removed_labelled, c.removed, label=name, detail={
+            precision = Score.ratio("boilerplate.precision", c.removed_labelled, c.removed, detail={
                 **base, "wrongly_removed": list(c.wrongly_removed[:MAX_LISTED]),
                 "wrongly_removed_total": len(c.wrongly_removed), "cleaner_detail": result.detail})
         if c.labelled == 0:
-            recall = Score("boilerplate.recall", None, None, None, State.NO_REFERENCE, name,
+            recall = Score("boilerplate.recall", None, None, None, State.NO_REFERENCE, "",
                            {**base, "reason": "no labelled non-whitespace character"})
         else:
-            recall = Score.ratio("boilerplate.recall", c.removed_labelled, c.labelled, label=name, detail={
+            recall = Score.ratio("boilerplate.recall", c.removed_labelled, c.labelled, detail={
                 **base, "leaked": list(c.leaked[:MAX_LISTED]), "leaked_total": len(c.leaked),
                 "by_type": {t: {"removed": r, "labelled": n} for t, (r, n) in c.by_type.items()}})
         if c.removed + c.labelled == 0:
-            f1 = Score("boilerplate.f1", None, None, None, State.NO_REFERENCE, name,
+            f1 = Score("boilerplate.f1", None, None, None, State.NO_REFERENCE, "",
                        {**base, "reason": "nothing labelled and nothing removed"})
         else:
-            f1 = Score.ratio("boilerplate.f1", 2 * c.removed_labelled, c.removed + c.labelled, label=name,
+            f1 = Score.ratio("boilerplate.f1", 2 * c.removed_labelled, c.removed + c.labelled,
                              detail=base)
         return [precision, recall, f1]
 
-    def _segment_scores(self, name: str, bp: Any, result: Any, metrics: list[str]) -> list[Score]:
+    def _segment_scores(self, bp: Any, result: Any, metrics: list[str]) -> list[Score]:
         c = segment_counts(result.text, bp.with_, bp.without)
         base = {"input": "parsed output", "ignored_empty_segments": len(c.ignored), "cleaner_detail": result.detail}
         rows = []
         if SEGMENT_METRICS[0] in metrics:
             if c.with_total == 0:
                 rows.append(Score.missing(SEGMENT_METRICS[0], State.NO_REFERENCE,
-                                          "every 'with' segment is empty after whitespace normalization", label=name))
+                                          "every 'with' segment is empty after whitespace normalization"))
             else:
-                rows.append(Score.ratio(SEGMENT_METRICS[0], c.with_present, c.with_total, label=name, detail={
+                rows.append(Score.ratio(SEGMENT_METRICS[0], c.with_present, c.with_total, detail={
                     **base, "missing": list(c.missing[:MAX_LISTED]), "missing_total": len(c.missing)}))
         if SEGMENT_METRICS[1] in metrics:
             if c.without_total == 0:
                 rows.append(Score.missing(SEGMENT_METRICS[1], State.NO_REFERENCE,
-                                          "every 'without' segment is empty after whitespace normalization",
-                                          label=name))
+                                          "every 'without' segment is empty after whitespace normalization"))
             else:
-                rows.append(Score.ratio(SEGMENT_METRICS[1], c.without_absent, c.without_total, label=name, detail={
+                rows.append(Score.ratio(SEGMENT_METRICS[1], c.without_absent, c.without_total, detail={
                     **base, "leaked": list(c.leaked[:MAX_LISTED]), "leaked_total": len(c.leaked)}))
         return rows
 
-    def _shingle_scores(self, name: str, main: str, result: Any) -> list[Score]:
+    def _shingle_scores(self, main: str, result: Any) -> list[Score]:
         c = shingle_counts(result.text, main, self.shingle_size)
         base = {"n": c.n, "tokens": SHINGLE_TOKEN.pattern, "matched": c.matched, "output_shingles": c.output_shingles,
                 "reference_shingles": c.reference_shingles}
         p, r, f = SHINGLE_METRICS
         rows = [
-            Score(p, None, None, None, State.NO_PREDICTION, name, {**base, "reason": "the output has no shingle"})
-            if c.output_shingles == 0 else Score.ratio(p, c.matched, c.output_shingles, label=name, detail=base),
-            Score(r, None, None, None, State.NO_REFERENCE, name, {**base, "reason": "the main text has no shingle"})
-            if c.reference_shingles == 0 else Score.ratio(r, c.matched, c.reference_shingles, label=name,
+            Score(p, None, None, None, State.NO_PREDICTION, "", {**base, "reason": "the output has no shingle"})
+            if c.output_shingles == 0 else Score.ratio(p, c.matched, c.output_shingles, detail=base),
+            Score(r, None, None, None, State.NO_REFERENCE, "", {**base, "reason": "the main text has no shingle"})
+            if c.reference_shingles == 0 else Score.ratio(r, c.matched, c.reference_shingles,
                                                           detail=base),
         ]
         den = c.output_shingles + c.reference_shingles
-        rows.append(Score(f, None, None, None, State.NO_REFERENCE, name, {**base, "reason": "no shingle on "
+        rows.append(Score(f, None, None, None, State.NO_REFERENCE, "", {**base, "reason": "no shingle on "
                                                                            "either side"})
-                    if den == 0 else Score.ratio(f, 2 * c.matched, den, label=name, detail=base))
+                    if den == 0 else Score.ratio(f, 2 * c.matched, den, detail=base))
         return rows
