@@ -138,14 +138,14 @@ class SentenceTransformerEmbedder(Embedder):
         if model is None:
             self.path = minilm_path()
             self.model_name = MINILM_NAME
+            if not (self.path / "tokenizer.json").is_file():
+                raise _missing(f"{self.path} has no tokenizer.json (a fast tokenizer is needed to count tokens)")
         else:
             self.path = Path(model).expanduser()
-            problem = folder_problem(self.path)
+            problem = folder_problem(self.path)  # tokenizer.json included
             if problem:
                 raise _missing(problem)
             self.model_name = self.path.name
-        if not (self.path / "tokenizer.json").is_file():
-            raise _missing(f"{self.path} has no tokenizer.json (a fast tokenizer is needed to count tokens)")
         self.batch_size = batch_size
         self.device = device
         self._model: Any = None
