@@ -240,6 +240,10 @@ def run(
     profile: Annotated[bool, typer.Option("--profile", envvar="INGESTAUDIT_PROFILE",
                                           help="Print the 10 steps that took longest (timings.json "
                                                "step_seconds) at the end.")] = False,
+    no_step_cache: Annotated[bool, typer.Option("--no-step-cache",
+                                                help="Parse and detect languages again instead of reading the "
+                                                     "step cache (nothing is read or written; [run] "
+                                                     "step_cache).")] = False,
 ) -> None:
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from ingestaudit.step_times import mark_start
@@ -273,6 +277,8 @@ def run(
         _fail(f"--scheduler {cfg.run.scheduler}: only the dask executor uses a scheduler", "add --executor dask")
     if stage:
         cfg.run.stages = list(stage)
+    if no_step_cache:
+        cfg.run.step_cache = False
     names = list(parser or [])
     if len(set(names)) != len(names):
         _fail(f"a parser is named twice: {', '.join(names)}", "each --parser once")
@@ -335,6 +341,10 @@ def run(
             drift = _attach_drift(report, baseline, base_report) if keep_vectors else []
             code = _finish_run(report, found, out, out_warning, base_report, base_label, budgets, history, label,
                                verbose, strict, console, state, gate_opts)
+            from ingestaudit.step_cache import summary_line
+
+            if summary_line(report.timings):
+                console.print(terminal_text(summary_line(report.timings)), highlight=False, markup=False)
             if profile:
                 _print_profile(report.timings, console)
             if drift:

@@ -59,7 +59,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
 from ingestaudit.errors import ConfigurationError
 from ingestaudit.schema_keys import PAGES, unknown_key
@@ -97,8 +97,12 @@ class RunConfig(_Strict):
     context_budgets: list[Any] = Field(default_factory=lambda: [2000], description="context budgets in characters "
                                        "of retrieval.span_recall@<B>ch: ranked chunks read in order until B "
                                        "characters are spent, the last one cut to fit (whole numbers >= 1)")
-    cache_dir: str | None = Field(default=None, description="embedding cache folder (default: $INGESTAUDIT_CACHE "
-                                                            "or ~/.cache/ingestaudit/embeddings)")
+    cache_dir: str | None = Field(default=None, description="cache folder of embeddings and step results (default: "
+                                  "$INGESTAUDIT_CACHE or ~/.cache/ingestaudit/embeddings)")
+    step_cache: StrictBool = Field(default=True, description="keep each document's parse (built-in parsers) and language "
+                             "detection in <cache folder>/steps, keyed by the file's bytes, the step's settings and "
+                             "every library version, and read them back on the next run; never changes the report "
+                             "(run --no-step-cache, or INGESTAUDIT_STEP_CACHE=off, turns it off)")
     executor: Literal["serial", "process", "dask"] = Field(default="process", description="how tasks run; never "
                                                                                          "changes the report")
     scheduler: str | None = Field(default=None, description="a Dask scheduler address for executor \"dask\" "

@@ -219,3 +219,4 @@ class PiiDetection:
     def used_detector(self) -> bool:
         """The configured detector produced the predictions (not a precomputed or redacted output)."""
         return self.source == self.scrubber and self.source not in ("precomputed", "redacted")
+

@@ -50,6 +50,7 @@ class Task:
     cache_dir: str | None = None
     context: tuple[tuple[str, tuple[str, ...]], ...] = ()  # corpus-level stage -> its corpus-wide context
     heading_threshold: float = DEFAULT_HEADING_THRESHOLD  # section items vs headings: the layout audit's threshold
+    step_cache: str | None = None  # the step cache folder (`ingestaudit.step_cache`); None: off
 
 
 @dataclass
@@ -70,6 +71,7 @@ class TaskResult:
     artefacts: dict[str, tuple[Any, str]] = field(default_factory=dict)
     unread: bool = False  # a routed pipeline has no route that reads the document (`Unrouted`)
     step_seconds: dict[str, float] = field(default_factory=dict)  # `ingestaudit.step_times` keys of this task
+    cache_counts: dict[str, int] = field(default_factory=dict)  # `ingestaudit.step_cache.take_counts` of this task
 
 
 CHAIN_STAGES = ("chunking", "retrieval", "index")
@@ -184,7 +186,7 @@ def _parse(task: Task) -> ParsedDocument:
     if _LAST_PARSE.get("key") != key:
         _LAST_PARSE.clear()
         try:
-            parsed = parser.parse(task.document)
+            parsed = cached_parse(parser, task.document)
         except UnsupportedFormat as exc:
             if task.parser.routes:
                 raise task.parser.unrouted(task.document, parser, str(exc)) from None
@@ -192,6 +194,37 @@ def _parse(task: Task) -> ParsedDocument:
         _LAST_PARSE["parsed"] = replace(parsed, source_path=str(task.document.path))
         _LAST_PARSE["key"] = key
     return _LAST_PARSE["parsed"]
+
+
+def parse_identity(parser: Parser, document: Document) -> dict[str, Any] | None:
+    """The step cache identity of ``parser`` on ``document`` (`ingestaudit.step_cache`): the parser's
+    `Parser.cache_identity`, the file's suffix and the sha256 of its bytes; None (not cached) for a parser without
+    one, a file that is not a regular non-empty file (the parser reports it), or one that cannot be read."""
+    import os
+    import stat
+
+    from ingestaudit.step_cache import file_hash
+
+    try:
+        own = parser.cache_identity()
+        if own is None or not parser.supports(document):
+            return None
+        st = os.stat(document.path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return None
+        return {**own, "suffix": document.suffix, "sha256": file_hash(document.path)}
+    except Exception:  # an unavailable parser or unreadable file: parsing says what is wrong
+        return None
+
+
+def cached_parse(parser: Parser, document: Document) -> ParsedDocument:
+    """``parser.parse(document)``, or the parse the step cache holds for the same file bytes, parser and
+    environment (`ingestaudit.step_cache.cached`). Raises what the parser raises."""
+    from ingestaudit.model import parsed_from_json, parsed_to_json
+    from ingestaudit.step_cache import cached
+
+    return cached("parse", lambda: parse_identity(parser, document), lambda: parser.parse(document),
+                  parsed_to_json, parsed_from_json)
 
 
 # --- what each auditor of a task is, from its declarations ---------------------------------------------------------
@@ -338,11 +371,15 @@ def kept_warnings(warnings: Any) -> tuple[tuple[str, ...], int]:
 def run_task(task: Task) -> TaskResult:
     """`_run_task` with its rows in store form (`ingestaudit.store.record`: serialised here, in the worker, so the
     main process only moves them to the store)."""
+    from ingestaudit import step_cache
+
     outer = take()  # the serial executor runs tasks in the main process: its own totals are put back after
+    step_cache.take_counts()
     try:
-        with timed("task"):
+        with timed("task"), step_cache.active(task.step_cache):
             res = _run_task(task)
         res.step_seconds = take()
+        res.cache_counts = step_cache.take_counts()
     finally:
         take()  # a task that raised: its partial times are dropped, never counted for the next one
         restore(outer)

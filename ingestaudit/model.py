@@ -88,3 +88,36 @@ class Chunk:
     page: int | None = None
     section: tuple[str, ...] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def parsed_to_json(parsed: ParsedDocument) -> dict[str, Any]:
+    """``parsed`` as JSON-able data (`parsed_from_json` reads it back equal; ``source_path`` is left out: it names
+    where the document was read, not what the parser produced). Used by the step cache (`ingestaudit.step_cache`).
+
+    Raises:
+        TypeError: ``settings`` or ``extras`` hold a value JSON cannot (the caller does not cache then).
+    """
+    return {"text": parsed.text, "pages": list(parsed.pages), "tables": list(parsed.tables),
+            "blocks": [[b.text, b.page, None if b.bbox is None else list(b.bbox), b.kind, b.level, b.order]
+                       for b in parsed.blocks],
+            "parser": parsed.parser, "parser_version": parsed.parser_version, "settings": parsed.settings,
+            "elapsed_s": parsed.elapsed_s, "warnings": list(parsed.warnings), "extras": parsed.extras}
+
+
+def parsed_from_json(data: dict[str, Any]) -> ParsedDocument:
+    """The `ParsedDocument` of `parsed_to_json`'s data (``source_path`` None).
+
+    Raises:
+        KeyError, TypeError, ValueError: data of another shape.
+    """
+    strings = [data["text"], *data["pages"], *data["tables"], *data["warnings"], data["parser"],
+               data["parser_version"]]
+    if not all(isinstance(s, str) for s in strings) or not isinstance(data["settings"], dict) \
+            or not isinstance(data["extras"], dict):
+        raise TypeError("a parsed document's text, pages, tables, warnings and parser are strings; its settings "
+                        "and extras objects")
+    blocks = tuple(Block(text, page, None if bbox is None else tuple(bbox), kind, level, order)
+                   for text, page, bbox, kind, level, order in data["blocks"])
+    return ParsedDocument(text=data["text"], pages=tuple(data["pages"]), blocks=blocks, tables=tuple(data["tables"]),
+                          parser=data["parser"], parser_version=data["parser_version"], settings=data["settings"],
+                          elapsed_s=data["elapsed_s"], warnings=tuple(data["warnings"]), extras=data["extras"])

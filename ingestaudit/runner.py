@@ -256,6 +256,7 @@ class _Collector:
         self.vectors = [VectorSpill(work / "vectors", f"pipeline-{p}") for p in range(self.n)] if spill_vectors \
             else None
         self.step_seconds: dict[str, dict[str, float]] = {p.name: {} for p in pipelines}  # summed task times
+        self.cache_counts: dict[str, dict[str, int]] = {p.name: {} for p in pipelines}  # step cache hits, misses
 
     def take_times(self, pipeline: str) -> None:
         """Add this process's `ingestaudit.step_times` totals (taken) to ``pipeline``'s."""
@@ -265,6 +266,9 @@ class _Collector:
         """The result of task ``index`` (canonical position); ``runnable``: it was sent to the executor."""
         d, p = divmod(index, self.n)
         step_times.add(self.step_seconds[task.pipeline.name], result.step_seconds)
+        counts = self.cache_counts[task.pipeline.name]
+        for key, n in result.cache_counts.items():
+            counts[key] = counts.get(key, 0) + n
         slot = self.pending.setdefault(d, {})
         slot[p] = (task, result, runnable)
         if len(slot) == self.n:
@@ -615,10 +619,13 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     evidence = evidence_by_doc(questions)
     specs = {p.name: parser_spec(p, config.parser_options, config.limits) for p in pipelines}
     heading_threshold = section_threshold(config.auditor_options)
+    from ingestaudit.step_cache import step_cache_folder
+
+    step_cache = str(step_cache_folder(config.run.cache_dir)) if config.run.step_cache else None
     unsendable_pipes = {}
     for p in pipelines:  # what every task of a pipeline shares: pickled once (the truths were, as they spilled)
         probe = Task(Document("", "", Path(".")), "", Truth(), p, specs[p.name], stage_args, (),
-                     config.run.min_span_coverage, config.run.cache_dir, context, heading_threshold)
+                     config.run.min_span_coverage, config.run.cache_dir, context, heading_threshold, step_cache)
         why = _pickle_problem(probe)
         if why:
             unsendable_pipes[p.name] = why
@@ -626,7 +633,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     def build(doc: Document, pipe: Pipeline, truth: bool) -> Task:
         return Task(doc, doc_classes[doc.doc_id], truths[doc.doc_id] if truth else Truth(), pipe, specs[pipe.name],
                     stage_args, tuple(evidence.get(doc.doc_id, ())) if truth else (), config.run.min_span_coverage,
-                    config.run.cache_dir, context, heading_threshold)
+                    config.run.cache_dir, context, heading_threshold, step_cache)
 
     tasks = _Tasks(corpus, pipelines, build)
     n_pipes = len(pipelines)
@@ -703,6 +710,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     failures += corpus_failures + p_failures
     warned = collector.warned
     collector_times = collector.step_seconds
+    cache_counts = collector.cache_counts
     del collector
     release_memory(store.rows)
     path = work / STORE_NAME
@@ -735,7 +743,7 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     for info in infos:
         info.documents_with_warnings = sum(w.pipeline == info.name for w in warned)
     effective = config.model_dump(mode="json")
-    for key in ("workers", "executor", "scheduler", "worker_memory_mb"):  # change speed (and the limit, named in
+    for key in ("workers", "executor", "scheduler", "worker_memory_mb", "step_cache"):  # change speed (and the limit, named in
         # the message of a row it ends), never numbers: reports stay identical on every executor and worker count
         del effective["run"][key]
     effective["auditors"] = {s: _auditor(s, a).options() for s, a in stage_args}
@@ -770,6 +778,9 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     run_seconds["summary"] = step_times.now() - summary_started
     report.timings = step_times.with_step_seconds(timings, collector_times, run_seconds, config.run.workers,
                                                   config.run.executor)
+    from ingestaudit.step_cache import with_cache_counts
+
+    report.timings = with_cache_counts(report.timings, cache_counts, step_cache)
     report.kept_vectors = keeper.folder if keeper is not None else None
     return report
 

@@ -125,8 +125,15 @@ def run_step(step: str, options: dict[str, Any], parsed: Any, reference: str | N
     key = (step, repr(sorted(options.items())), context)
     artefacts = _LAST_DOC["artefacts"]
     if key not in artefacts:
+        built = _built(step, options)
         with timed(f"step.{step}"):
-            artefacts[key] = _built(step, options).run(parsed, reference, context)
+            if getattr(built, "cache_identity", None) is None:
+                artefacts[key] = built.run(parsed, reference, context)
+            else:  # a deterministic step: the step cache may hold its artefact (`ingestaudit.step_cache`)
+                from ingestaudit.step_cache import cached
+
+                artefacts[key] = cached(step, lambda: built.cache_identity(parsed, reference, context),
+                                        lambda: built.run(parsed, reference, context), built.encode, built.decode)
     return artefacts[key]
 
 

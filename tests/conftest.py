@@ -34,6 +34,20 @@ def shared_dataset(shared_data: Path):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_step_cache():
+    """No run of the suite reads or writes the step cache (`ingestaudit.step_cache`) unless its test turns it on
+    with its own folder: a test's numbers never depend on which test parsed a document first. Session-scoped and set
+    in the environment, so subprocesses and worker processes inherit it."""
+    saved = os.environ.get("INGESTAUDIT_STEP_CACHE")
+    os.environ["INGESTAUDIT_STEP_CACHE"] = "off"
+    yield
+    if saved is None:
+        os.environ.pop("INGESTAUDIT_STEP_CACHE", None)
+    else:
+        os.environ["INGESTAUDIT_STEP_CACHE"] = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_inherited_terminal_size():
     """Every test sees the same environment whatever runs it: pytest-xdist sets ``COLUMNS``/``LINES`` in its worker
     processes (80 x 24), which would narrow the terminal views under ``-n`` only. Session-scoped, so module-scoped

@@ -182,8 +182,8 @@ class ChunkingAuditor(Auditor):
         return out
 
     def _coherence(self, chain: Any) -> list[Score]:
-        from ingestaudit.metrics.chunking import (assign_sentences, coherence, random_split_baseline,
-                                                   sentence_spans)
+        from ingestaudit.metrics.chunking import assign_sentences, coherence, random_split_baseline
+        from ingestaudit.sentences import sentence_spans
 
         names = ("chunking.coherence", "chunking.coherence_gain")
         spans = sentence_spans(chain.cleaned)
@@ -214,7 +214,8 @@ class ChunkingAuditor(Auditor):
         return out
 
     def _boundaries(self, chain: Any, truth: Truth) -> list[Score]:
-        from ingestaudit.metrics.chunking import boundary_splits, sentence_spans
+        from ingestaudit.metrics.chunking import boundary_splits
+        from ingestaudit.sentences import sentence_spans
 
         located = [loc for loc in chain.located if loc is not None]
         intervals = _close_gaps(chain.cleaned, located)

@@ -21,8 +21,9 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
 
     With ``p = k/n`` and ``z`` the ``(1+confidence)/2`` normal quantile, the bounds are
     ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)`` (Wilson, 1927, JASA 22:209), as computed by
-    ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``. The bounds are exactly 0 when ``k == 0`` and
-    exactly 1 when ``k == n``. Worked values at 95 %: 5/10 -> [0.237, 0.763], 10/10 -> [0.722, 1], 0/10 -> [0, 0.2775].
+    ``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` (computed here in closed form, ``z`` from
+    ``statistics.NormalDist``, so no scipy import; tests check it against scipy to 1e-12). The bounds are exactly 0
+    when ``k == 0`` and exactly 1 when ``k == n``. Worked values at 95 %: 5/10 -> [0.237, 0.763], 10/10 -> [0.722, 1], 0/10 -> [0, 0.2775].
 
     Returns:
         The interval, or None when ``n == 0`` (no interval exists; callers report a state, never NaN).
@@ -30,7 +31,8 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
     Raises:
         ValueError: ``successes`` outside ``[0, n]``, non-integer counts, or ``confidence`` outside (0, 1).
     """
-    from scipy.stats import binomtest
+    import math
+    from statistics import NormalDist
 
     if n == 0:
         return None
@@ -38,9 +40,14 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
         raise ValueError(f"wilson needs integer counts with 0 <= successes <= n, got {successes}/{n}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
-    low = 0.0 if successes == 0 else max(0.0, float(ci.low))
-    high = 1.0 if successes == n else min(1.0, float(ci.high))
+    k, n = int(successes), int(n)
+    z = NormalDist().inv_cdf((1 + confidence) / 2)
+    p = k / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    scale = 1 + z * z / n
+    low = 0.0 if k == 0 else max(0.0, (centre - half) / scale)
+    high = 1.0 if k == n else min(1.0, (centre + half) / scale)
     return Interval(low, high, f"wilson({confidence:g})")
 
 

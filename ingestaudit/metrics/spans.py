@@ -44,7 +44,6 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ingestaudit.metrics.rates import Rate  # re-exported: named rates (terms as given: int counts, float F-beta terms)
 
@@ -464,6 +463,8 @@ def _match_overlap(
         return []
     big = float(min(len(gi), len(pi)) + 1)  # one more pair outweighs any total-IoU gain (total IoU <= min(n, m))
     weights = np.where(eligible, big + ious, 0.0)
+    from scipy.optimize import linear_sum_assignment  # imported on use: 0.4 s of start-up
+
     rows, cols = linear_sum_assignment(weights, maximize=True)
     return [(gi[r], pi[c], float(ious[r, c])) for r, c in zip(rows, cols) if eligible[r, c]]
 

@@ -74,6 +74,29 @@ class Parser(ABC):
         """Every option that changes this parser's output, JSON-serialisable; printed in the report."""
         return {}
 
+    def cache_identity(self) -> dict[str, Any] | None:
+        """What this parser's output depends on besides the file's bytes and suffix, for the step cache
+        (`ingestaudit.step_cache`), or None: never cached (the default, so a plug-in is always run). A built-in
+        deterministic parser returns its name, version and settings (and anything else its output reads).
+
+        Raises:
+            ParserUnavailable: as `version`.
+        """
+        return None
+
+    def builtin_identity(self, **extra: Any) -> dict[str, Any]:
+        """``{"parser": name, "version": version(), "settings": settings(), **extra}``, computed once per instance:
+        the `cache_identity` of a built-in parser whose output depends on nothing else.
+
+        Raises:
+            ParserUnavailable: as `version`.
+        """
+        memo = self.__dict__.get("_cache_identity")
+        if memo is None:
+            memo = {"parser": self.name, "version": self.version(), "settings": self.settings(), **extra}
+            self.__dict__["_cache_identity"] = memo
+        return memo
+
     def available(self) -> tuple[bool, str]:
         """``(True, version)`` when usable here, else ``(False, what to install)``."""
         try:

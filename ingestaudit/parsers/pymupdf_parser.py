@@ -193,6 +193,14 @@ class PyMuPDFParser(Parser):
                 value &= ~bits[name]
         return value
 
+    def cache_identity(self) -> dict[str, Any]:
+        """PyMuPDF's version and `settings` (`Parser.builtin_identity`): the step cache's parser identity.
+
+        Raises:
+            ParserUnavailable: as `version`.
+        """
+        return self.builtin_identity()
+
     def version(self) -> str:
         """PyMuPDF's version (``pymupdf.VersionBind``, e.g. ``"2.0"``).
 

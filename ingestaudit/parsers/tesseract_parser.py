@@ -106,6 +106,38 @@ class TesseractParser(Parser):
             raise ParserUnavailable(f"tesseract has no traineddata for {'+'.join(missing)}; apt-get install {pkgs}")
         return version
 
+    def cache_identity(self) -> dict[str, Any]:
+        """Tesseract's version, `settings` (the rasterizer's version included) and each ``lang`` model file's size and
+        modification time in Tesseract's tessdata folder (`Parser.builtin_identity`): the step cache's parser
+        identity.
+
+        Raises:
+            ParserUnavailable: as `version`.
+        """
+        return self.builtin_identity(traineddata=self._traineddata())
+
+    def _traineddata(self) -> dict[str, Any]:
+        """``{lang: [size, mtime_ns]}`` of the ``<lang>.traineddata`` files in the folder ``tesseract --list-langs``
+        names (``{"folder": None}`` when it names none)."""
+        import re
+        import subprocess
+
+        pt = _pytesseract()
+        out = subprocess.run([pt.pytesseract.tesseract_cmd, "--list-langs"], capture_output=True, text=True,
+                             timeout=60, check=False)
+        found = re.search(r'"([^"]+)"', (out.stdout + out.stderr).splitlines()[0] if out.stdout + out.stderr else "")
+        if found is None:
+            return {"folder": None}
+        folder = Path(found.group(1))
+        files: dict[str, Any] = {"folder": str(folder)}
+        for part in self.lang.split("+"):
+            try:
+                st = (folder / f"{part}.traineddata").stat()
+                files[part] = [st.st_size, st.st_mtime_ns]
+            except OSError:
+                files[part] = None
+        return files
+
     def config(self) -> str:
         """The Tesseract command-line options used besides ``-l`` (psm, tsv output, empty page separator)."""
         psm = f"--psm {self.psm} " if self.psm is not None else ""

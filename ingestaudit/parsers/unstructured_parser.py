@@ -241,6 +241,15 @@ class UnstructuredParser(Parser):
         self.pdf_strategy = pdf_strategy
         self.languages = list(languages) if languages is not None else None
 
+    def cache_identity(self) -> dict[str, Any]:
+        """Unstructured's version and `settings` (the spaCy model's included; `Parser.builtin_identity`): the step cache's
+        parser identity; the other libraries' versions are in the cache's environment identity.
+
+        Raises:
+            ParserUnavailable: as `version`.
+        """
+        return self.builtin_identity()
+
     def version(self) -> str:
         """Unstructured's version (from package metadata, without importing it), after checking for a spaCy model.
 

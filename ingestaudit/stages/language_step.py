@@ -27,6 +27,41 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def language_to_json(det: LanguageDetection) -> dict[str, Any]:
+    """``det`` as JSON-able data (`language_from_json` reads it back equal); the step cache's form
+    (`ingestaudit.step_cache`).
+
+    Raises:
+        TypeError: a field JSON cannot hold (the caller does not cache then).
+    """
+    mixed = det.mixed
+    if mixed is not None:
+        mixed = {"mixed": mixed.mixed, "shares": [list(s) for s in mixed.shares], "main": mixed.main,
+                 "second": mixed.second, "second_share": mixed.second_share, "confirmation": mixed.confirmation,
+                 "min_share": mixed.min_share, "min_confirmation": mixed.min_confirmation,
+                 "notes": list(mixed.notes)}
+    return {"detector": det.detector, "mixed_on": det.mixed_on, "candidates": det.candidates, "ran": det.ran,
+            "predicted": det.predicted, "source": det.source, "error": det.error, "mixed": mixed,
+            "mixed_src": det.mixed_src, "mixed_error": det.mixed_error, "detector_info": det.detector_info}
+
+
+def language_from_json(data: dict[str, Any]) -> LanguageDetection:
+    """The `LanguageDetection` of `language_to_json`'s data.
+
+    Raises:
+        KeyError, TypeError, ValueError: data of another shape.
+    """
+    from ingestaudit.stages.language import MixedResult
+
+    if not isinstance(data["predicted"], (str, type(None))) or not isinstance(data["error"], str):
+        raise TypeError("a language detection's predicted is a string or null and its error a string")
+    mixed = data["mixed"]
+    if mixed is not None:
+        mixed = MixedResult(**{**mixed, "shares": tuple((str(lang), share) for lang, share in mixed["shares"]),
+                               "notes": tuple(mixed["notes"])})
+    return LanguageDetection(**{**data, "mixed": mixed})
+
+
 class LanguageStep:
     """One pipeline's language detector with its options (`ingestaudit.detections.check_language_options`).
 
@@ -109,6 +144,23 @@ class LanguageStep:
             return get_detector(self.detector, chosen, kwargs), ""
         except Exception as exc:  # a detector that cannot be built: error rows, named
             return None, f"language detector {self.detector!r} could not be built: {type(exc).__name__}: {exc}"
+
+    def cache_identity(self, parsed: ParsedDocument, reference: str | None, context: tuple[str, ...]
+                       ) -> dict[str, Any] | None:
+        """What `run` reads, for the step cache (`ingestaudit.step_cache`): the options, lingua's version, the
+        candidate languages of ``context``, and sha256 of the parsed text, of the reference text and of a
+        precomputed ``language`` tag; None (never cached) for a detector other than the built-in lingua."""
+        from ingestaudit.step_cache import canonical, text_hash
+
+        if self.detector != "lingua":
+            return None
+        tag = parsed.extras.get("language") if self.opts["use_precomputed"] else None
+        return {"step": "language", "detector": self.detector, "version": self.version(),
+                "settings": self.settings(), "context": list(context), "text": text_hash(parsed.text or ""),
+                "reference": text_hash(reference), "precomputed": text_hash(canonical(tag))}
+
+    encode = staticmethod(language_to_json)
+    decode = staticmethod(language_from_json)
 
     def run(self, parsed: ParsedDocument | None, reference: str | None, context: tuple[str, ...]
             ) -> LanguageDetection:

@@ -45,3 +45,20 @@ def test_bootstrap_needs_two_documents():
 def test_bootstrap_of_constant_values_is_a_point():
     ci = bootstrap_ratio([0.5, 0.5, 0.5], None, seed=0)
     assert (ci.low, ci.high) == (0.5, 0.5)
+
+
+def test_wilson_in_closed_form_agrees_with_scipys_binomtest_wilson():
+    """The closed form (no scipy import at run time) against scipy's own Wilson interval as an oracle, over counts
+    and confidence levels; scipy's bounds are clipped to [0, 1] and pinned at k = 0 and k = n as wilson's are."""
+    from scipy.stats import binomtest
+
+    worst = 0.0
+    for n in (1, 2, 3, 7, 10, 37, 100, 1001):
+        for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            for conf in (0.5, 0.9, 0.95, 0.99, 0.999):
+                got = wilson(k, n, conf)
+                ci = binomtest(k, n).proportion_ci(confidence_level=conf, method="wilson")
+                low = 0.0 if k == 0 else max(0.0, ci.low)
+                high = 1.0 if k == n else min(1.0, ci.high)
+                worst = max(worst, abs(got.low - low), abs(got.high - high))
+    assert worst < 1e-12
