@@ -14,7 +14,8 @@ A shard is used only when it is a regular file, loads whole, its vectors are ``(
 model.json's dimension, finite and none all zeros, and the identity it records is the one asked for: a truncated
 shard, or one of another model or another library version (copied in, or written by an older ingestaudit that
 recorded no identity), is never used; its texts are embedded again and ONE `EmbeddingCacheWarning`
-per run (across its processes: `ingestaudit.warning_lines.first_in_run`) names the file and the reason (`EmbeddingCache.ignored` keeps them). The shard is then renamed
+per run (across its processes: `ingestaudit.warning_lines.first_in_run`) names the file and the reason
+(`EmbeddingCache.ignored` keeps them). The shard is then renamed
 ``unused-shard-...npz`` (`UNUSED_PREFIX`), so the next run neither reads it nor warns again.
 
 Each `EmbeddingCache.put` writes one new shard, written to a temporary file in the same folder and renamed into place
@@ -137,7 +138,8 @@ class EmbeddingCache:
     def _ignore(self, path: Path, why: str) -> None:
         """Record a shard that is not used, move it aside (`UNUSED_PREFIX`: no later run reads it, warns about it
         or embeds its texts again because of it; it stays for inspection) and warn once per run, in all its processes
-        (`EmbeddingCacheWarning`, `ingestaudit.warning_lines.first_in_run`) naming it and where it went. A shard that cannot be moved (a read-only cache) stays and is named again by
+        (`EmbeddingCacheWarning`, `ingestaudit.warning_lines.first_in_run`) naming it and where it went. A shard
+        that cannot be moved (a read-only cache) stays and is named again by
         the next run."""
         if str(path) in self.ignored:
             return
