@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from ingestaudit.errors import IngestAuditError
+from ingestaudit.warning_lines import format_warning, run_scope
 
 
 class _Commands(TyperGroup):
@@ -30,30 +31,22 @@ class _Commands(TyperGroup):
 
     def invoke(self, ctx):
         """Run the command of ``ctx`` (click's `Group.invoke`), an `IngestAuditError` out of it turned into exit 2,
-        and the package's own warnings printed as ``warning: <message>`` lines (`_format_warning`)."""
+        and the package's own warnings printed as ``warning: <message>`` lines, each named once per run in all its
+        processes (`ingestaudit.warning_lines`)."""
         import warnings
 
         previous = warnings.formatwarning
         warnings.formatwarning = _format_warning(previous)
         try:
-            return super().invoke(ctx)
+            with run_scope():
+                return super().invoke(ctx)
         except IngestAuditError as exc:
             _fail(str(exc), getattr(exc, "hint", ""))
         finally:
             warnings.formatwarning = previous
 
 
-def _format_warning(previous):
-    """A `warnings.formatwarning` that prints a warning of the package's error families (an
-    `ingestaudit.errors.IngestAuditError` subclass such as the embedding cache's, whose message names its file) as
-    one ``warning: <message>`` line, without Python's source file and line; any other warning as ``previous`` does."""
-
-    def fmt(message, category, filename, lineno, line=None):
-        if isinstance(category, type) and issubclass(category, IngestAuditError):
-            return f"warning: {message}\n"
-        return previous(message, category, filename, lineno, line)
-
-    return fmt
+_format_warning = format_warning  # the one-line format of the package's warnings (`ingestaudit.warning_lines`)
 
 
 app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,

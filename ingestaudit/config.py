@@ -96,13 +96,15 @@ class RunConfig(_Strict):
                                      "report)")
     context_budgets: list[Any] = Field(default_factory=lambda: [2000], description="context budgets in characters "
                                        "of retrieval.span_recall@<B>ch: ranked chunks read in order until B "
-                                       "characters are spent, the last one cut to fit (whole numbers >= 1)")
+                                       "characters are spent, the last one cut to fit (distinct whole "
+                                       "numbers from 1 to 10**9)")
     cache_dir: str | None = Field(default=None, description="cache folder of embeddings and step results (default: "
                                   "$INGESTAUDIT_CACHE or ~/.cache/ingestaudit/embeddings)")
-    step_cache: StrictBool = Field(default=True, description="keep each document's parse (built-in parsers) and language "
-                             "detection in <cache folder>/steps, keyed by the file's bytes, the step's settings and "
-                             "every library version, and read them back on the next run; never changes the report "
-                             "(run --no-step-cache, or INGESTAUDIT_STEP_CACHE=off, turns it off)")
+    step_cache: StrictBool = Field(default=True, description="keep each document's parse (built-in parsers), "
+                                   "language detection and sentence spans in <cache folder>/steps, keyed by the "
+                                   "file's bytes or the text, the step's settings and every library version, and "
+                                   "read them back on the next run; never changes the report (run --no-step-cache, "
+                                   "or INGESTAUDIT_STEP_CACHE=off, turns it off)")
     executor: Literal["serial", "process", "dask"] = Field(default="process", description="how tasks run; never "
                                                                                          "changes the report")
     scheduler: str | None = Field(default=None, description="a Dask scheduler address for executor \"dask\" "
@@ -116,16 +118,36 @@ class RunConfig(_Strict):
     @field_validator("context_budgets", mode="before")
     @classmethod
     def _budgets(cls, v: Any) -> list[int]:
-        """Whole numbers >= 1 in a non-empty list; anything else (a bare number, 0, negative, NaN, text) is an error
-        naming ``[run] context_budgets``."""
-        if not isinstance(v, list):
-            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
-                             f"got {v!r}")
-        bad = [b for b in v if isinstance(b, bool) or not isinstance(b, int) or b < 1]
-        if bad or not v:
-            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
-                             f"got {v!r}")
+        """See `context_budgets_problem`: anything it refuses is an error naming ``[run] context_budgets``."""
+        problem = context_budgets_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
+
+
+MAX_CONTEXT_BUDGET = 10**9
+"""The largest context budget, in characters: a thousand times the largest LLM context windows (about a million
+tokens, a few million characters), so a larger value is a typo; it also keeps every budget, and the character counts
+summed against it, well inside int64 (``2**64`` would not be)."""
+
+
+def context_budgets_problem(v: Any) -> str | None:
+    """Why ``v`` is not a valid ``[run] context_budgets`` (the equal-budget option of ``retrieval.span_recall@<B>ch``),
+    or None: it must be a non-empty list of whole numbers of characters in [1, `MAX_CONTEXT_BUDGET`], each once (a
+    budget given twice would name the same metric twice). A bare number, 0, a negative, NaN or text is refused."""
+    usage = (f"[run] context_budgets must be a non-empty list of distinct whole numbers of characters from 1 to "
+             f"{MAX_CONTEXT_BUDGET:,}, got ")
+    if not isinstance(v, (list, tuple)) or not v:
+        return usage + repr(v)
+    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in v):
+        return usage + repr(list(v))
+    over = [b for b in v if b > MAX_CONTEXT_BUDGET]
+    if over:
+        return usage + f"{list(v)!r}: {', '.join(str(b) for b in over)} above {MAX_CONTEXT_BUDGET:,}"
+    twice = sorted({b for b in v if list(v).count(b) > 1})
+    if twice:
+        return usage + f"{list(v)!r}: {', '.join(str(b) for b in twice)} given more than once"
+    return None
 
 
 class Limits(_Strict):

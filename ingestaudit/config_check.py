@@ -40,7 +40,9 @@ def config_problems(cfg: Config, source: str, pipelines: Sequence[Pipeline]) -> 
         source: the configuration file as messages name it (``ingestaudit.toml``, a ``--config`` path, ``config``).
         pipelines: the run's pipelines (`ingestaudit.pipeline.resolve`).
     """
-    return [*_name_problems(source, pipelines), *_stage_problems(cfg, source), *_gate_problems(cfg, source),
+    built = _build_auditors(cfg)  # once: both checks below read these auditors
+    return [*_name_problems(source, pipelines), *_stage_problems(cfg, source, built),
+            *_gate_problems(cfg, source, built),
             *parser_problems(pipelines, cfg.parser_options), *implementation_problems(pipelines),
             *step_problems(cfg, pipelines)]
 
@@ -89,47 +91,52 @@ def default_pipelines(cfg: Config) -> list[Pipeline]:
                    default_parsers=list(cfg.run.parsers), limit=cfg.limits.pipelines)
 
 
-def _stage_problems(cfg: Config, source: str) -> list[str]:
-    from ingestaudit.runner import select_stages
+def _build_auditors(cfg: Config) -> dict[str, Any] | Exception:
+    """The run's candidate auditors (`ingestaudit.runner._candidate_auditors`), each built ONCE from
+    ``[auditor_options]`` as the runner gives them (``[run] context_budgets`` passed to retrieval, `runner._run`),
+    else the exception building them raised (`_stage_problems` names it)."""
+    from ingestaudit.runner import _candidate_auditors
 
+    opts = {k: dict(v) for k, v in cfg.auditor_options.items()}
+    opts.setdefault("retrieval", {}).setdefault("context_budgets", list(cfg.run.context_budgets))
+    try:
+        return _candidate_auditors(cfg.run.stages, opts)
+    except Exception as exc:  # every [auditor_options.X] table names a stage and its options build that auditor
+        return exc
+
+
+def _stage_problems(cfg: Config, source: str, built: dict[str, Any] | Exception) -> list[str]:
+    """The ``[limits]`` table's problem and the error building the auditors (``built``, `_build_auditors`)."""
     problems = [f"{source}: {p}" for p in [table_limit_problem(cfg)] if p]
-    try:  # every [auditor_options.X] table names a stage and its options build that auditor
-        select_stages(cfg.run.stages, [], cfg.auditor_options)
-    except ValueError as exc:  # UnknownStage is one
-        problems.append(f"{source}: {exc}")
-    except Exception as exc:  # an option of the wrong type that an auditor did not expect: named, no traceback
-        problems.append(f"{source}: auditor_options: {type(exc).__name__}: {exc}")
+    if isinstance(built, ValueError):  # UnknownStage is one
+        problems.append(f"{source}: {built}")
+    elif isinstance(built, Exception):  # an option of the wrong type that an auditor did not expect: no traceback
+        problems.append(f"{source}: auditor_options: {type(built).__name__}: {built}")
     return problems
 
 
-def _measured_cutoffs(cfg: Config) -> dict[str, list[str]]:
-    """The metrics with a cutoff (``retrieval.recall@10``) that the run's auditors, built from
-    ``[auditor_options]``, measure, by family (``retrieval.recall@``); empty when they do not build (that is
-    `_stage_problems`' to report)."""
-    from ingestaudit.runner import _candidate_auditors
-
-    opts = {k: dict(v) for k, v in cfg.auditor_options.items()}  # as the runner gives them (`runner._run`)
-    opts.setdefault("retrieval", {}).setdefault("context_budgets", list(cfg.run.context_budgets))
-    try:
-        auditors = _candidate_auditors(cfg.run.stages, opts)
-    except Exception:
+def _measured_cutoffs(built: dict[str, Any] | Exception) -> dict[str, list[str]]:
+    """The metrics with a cutoff (``retrieval.recall@10``) that the run's auditors (``built``, `_build_auditors`)
+    measure, by family (``retrieval.recall@``); empty when they do not build (that is `_stage_problems`' to
+    report)."""
+    if isinstance(built, Exception):
         return {}
     out: dict[str, list[str]] = {}
-    for auditor in auditors.values():
+    for auditor in built.values():
         for spec in getattr(auditor, "metrics", ()):
             if "@" in spec.name:
                 out.setdefault(spec.name.split("@", 1)[0] + "@", []).append(spec.name)
     return out
 
 
-def _gate_problems(cfg: Config, source: str) -> list[str]:
+def _gate_problems(cfg: Config, source: str, built: dict[str, Any] | Exception) -> list[str]:
     """One message per bad ``[gate]`` entry: an unknown metric or setting, a malformed budget or setting value, and
     a cutoff the run does not measure (``retrieval.recall@7`` when ``[auditor_options.retrieval] k`` is 1, 5, 10:
     its budget would gate nothing)."""
     from ingestaudit.report.compare import GateError, gate_settings, resolve_budgets
 
     problems = []
-    cutoffs = _measured_cutoffs(cfg) if any("@" in m for m in cfg.gate) else {}
+    cutoffs = _measured_cutoffs(built) if any("@" in m for m in cfg.gate) else {}
     for metric, value in cfg.gate.items():  # one at a time, so that every bad entry is named
         try:
             if "." in metric:

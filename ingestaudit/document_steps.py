@@ -28,7 +28,7 @@ from ingestaudit.model import ParsedDocument
 from ingestaudit.parsers.base import NoOutput, Parser, ParserError, UnsupportedFormat
 from ingestaudit.parsers.routing import ParserSpec, Unrouted
 from ingestaudit.pipeline import Pipeline, StageChoice
-from ingestaudit.stages.embedders.base import EMBED_THREADS
+from ingestaudit.stages.embedders.base import EMBED_THREADS, embed_threads  # noqa: F401 (EMBED_THREADS: the runner's)
 from ingestaudit.step_times import restore, take, timed
 from ingestaudit.steps import step_artefact, with_step
 from ingestaudit.truth import Truth
@@ -138,19 +138,14 @@ def embedding_threads(active: bool = True) -> Iterator[None]:
     """Run the block with `EMBED_THREADS` torch threads when torch is already imported (an embedder plug-in that
     imports it at module level); in the main process the previous count is restored after. Never imports torch
     itself: a run whose every vector is cached must not pay for it. The built-in embedders fix the count around
-    each forward pass themselves (`SentenceTransformerEmbedder.embed`). Does nothing when not ``active``."""
+    each forward pass themselves (`SentenceTransformerEmbedder.embed`). Does nothing when not ``active``. Safe from
+    several threads at once (`ingestaudit.stages.embedders.base.embed_threads`: a process-wide lock and counter)."""
     torch = sys.modules.get("torch") if active else None
     if torch is None or not hasattr(torch, "get_num_threads"):
         yield
         return
-    before = torch.get_num_threads()
-    if before != EMBED_THREADS:
-        torch.set_num_threads(EMBED_THREADS)
-    try:
+    with embed_threads(torch, restore=not _IN_WORKER):
         yield
-    finally:
-        if before != EMBED_THREADS and not _IN_WORKER:
-            torch.set_num_threads(before)
 
 
 def propagates(exc: BaseException) -> bool:

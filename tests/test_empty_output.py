@@ -69,3 +69,29 @@ def test_no_empty_output_failure_without_reference_text_or_with_some_output():
     assert empty_output_failure(task("abc"), parsed(" x ")) == ""
     assert empty_output_failure(task(" abc\n"), parsed("\n\t"), ("w1", "w2")) == (
         "empty_output: p returned no text for x.pdf (the reference has 3 characters); parser warning: w1")
+
+
+def test_a_zero_byte_txt_is_empty_output_not_a_parse_error(tmp_path):
+    """A 0-byte ``.txt`` was the parse error "zero-byte file"; it is a parse with no text: ``empty_output`` (CER 1)
+    when the reference has text, and without a reference the rows of a white-space ``.txt`` (no failure)."""
+    import pandas as pd
+
+    root = tmp_path / "c"
+    (root / "docs" / "a").mkdir(parents=True)
+    (root / "truth" / "a").mkdir(parents=True)
+    (root / "docs" / "a" / "one.txt").write_bytes(b"")
+    (root / "truth" / "a" / "one.txt").write_text("Hello world here.", encoding="utf-8")
+    (root / "docs" / "a" / "three.txt").write_bytes(b"")  # no reference
+    (root / "docs" / "a" / "five.txt").write_text(" \n", encoding="utf-8")  # no reference, white space only
+    r = CliRunner().invoke(app, ["run", str(root), "--parser", "unstructured", "--executor", "serial", "--stage",
+                                 "extraction", "--out", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    report = read_report(tmp_path / "out" / "report.json")
+    assert [(f.item, f.stage, f.message) for f in report.failures] == [
+        ("a/one", "extraction", "empty_output: unstructured returned no text for one.txt (the reference has 17 "
+                                "characters); parser warning: one.txt: zero-byte file, no text")]
+    rows = pd.read_parquet(tmp_path / "out" / "measurements.parquet")
+    cer = rows[(rows.metric == "extraction.cer")].set_index("item")
+    assert cer.loc["a/one", "state"] == "ok" and cer.loc["a/one", "value"] == 1.0  # 17 deletions / 17
+    states = {item: sorted(zip(g.metric, g.state)) for item, g in rows.groupby("item")}
+    assert states["a/three"] == states["a/five"] and {s for _, s in states["a/three"]} == {"no_reference"}

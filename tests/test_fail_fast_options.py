@@ -212,3 +212,26 @@ def test_validate_checks_the_corpus_with_the_config_given(tmp_path, monkeypatch)
     assert r.exit_code == 0 and "ok: 1 document" in r.output, r.output
     r = CliRunner().invoke(app, ["validate", str(corpus), "--config", str(tmp_path / "missing.toml")])
     assert r.exit_code == 2 and "missing.toml" in r.output
+
+
+def test_config_check_builds_each_candidate_auditor_once_when_the_gate_names_a_cutoff(monkeypatch):
+    """`_stage_problems` and `_measured_cutoffs` each built every auditor (all stages twice per check)."""
+    from collections import Counter
+
+    import ingestaudit.runner as runner
+    from ingestaudit.auditors.registry import stage_names
+
+    built: Counter[str] = Counter()
+    real = runner.load_auditor
+
+    def counting(stage, options=None):
+        built[stage] += 1
+        return real(stage, options)
+
+    monkeypatch.setattr(runner, "load_auditor", counting)
+    cfg = Config(gate={"retrieval.recall@7": 0.01})
+    problems = config_problems(cfg, "cfg.toml", [])
+    assert problems == ["cfg.toml [gate] retrieval.recall@7: no such cutoff is measured by this run; measured: "
+                        "retrieval.recall@1, retrieval.recall@3, retrieval.recall@5, retrieval.recall@10 (set by "
+                        "[auditor_options] and [run] context_budgets)"]
+    assert built == Counter({s: 1 for s in stage_names()})

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ingestaudit.auditors.base import CHAIN, Auditor, PipelineContext, PipelineResult, Scope
+from ingestaudit.config import context_budgets_problem
 from ingestaudit.measurement import Score, State
 from ingestaudit.metrics.specs import MetricSpec, register
 
@@ -191,14 +192,14 @@ class RetrievalAuditor(Auditor):
             With the dense retriever the approximate index is searched once for ``depth`` results (FAISS HNSW then
             explores ``max(ef_search, depth)`` candidates).
         seed: unused by the metrics (kept for the run's seed convention).
-        context_budgets: budgets in characters of ``retrieval.span_recall@<B>ch`` (ints >= 1; the runner passes
-            ``[run] context_budgets``).
+        context_budgets: budgets in characters of ``retrieval.span_recall@<B>ch`` (distinct ints in
+            [1, `ingestaudit.config.MAX_CONTEXT_BUDGET`]; the runner passes ``[run] context_budgets``).
         evidence_overlap: ``"union"`` or ``"sum"`` (`ingestaudit.metrics.context`; the ``evidence_overlap``
             convention).
 
     Raises:
-        ValueError: an empty or non-positive ``k``, ``depth`` below the largest k, a budget that is not an int >= 1
-            (message names ``[run] context_budgets``) or an unknown ``evidence_overlap``.
+        ValueError: an empty or non-positive ``k``, ``depth`` below the largest k, a budget that is not an int in [1, 10**9]
+            or is given twice (`ingestaudit.config.context_budgets_problem`; message names ``[run] context_budgets``) or an unknown ``evidence_overlap``.
     """
 
     stage = "retrieval"
@@ -219,10 +220,9 @@ class RetrievalAuditor(Auditor):
             raise ValueError("retrieval k must be a non-empty list of integers >= 1")
         if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < ks[-1]):
             raise ValueError(f"retrieval depth must be an integer >= the largest k ({ks[-1]}), got {depth!r}")
-        bad = [b for b in context_budgets if isinstance(b, bool) or not isinstance(b, int) or b < 1]
-        if bad or not context_budgets:
-            raise ValueError(f"[run] context_budgets must be a non-empty list of whole numbers of characters >= 1, "
-                             f"got {list(context_budgets)!r}")
+        budget_problem = context_budgets_problem(context_budgets)
+        if budget_problem:
+            raise ValueError(budget_problem)
         if evidence_overlap not in EVIDENCE_OVERLAP:
             raise ValueError(f"retrieval evidence_overlap must be one of {EVIDENCE_OVERLAP}, got {evidence_overlap!r}")
         self.k = ks

@@ -59,6 +59,7 @@ from typing import Any
 from ingestaudit.executors.base import (MAX_BATCH, QUEUE_DEPTH, Executor, ExecutorError, TaskFailure,
                                         apply_memory_limit, batch_size, died_message, raise_if_stopped,
                                         raised_message, run_in_order, timeout_message)
+from ingestaudit.warning_lines import install as install_warning_lines
 
 __all__ = ["MAX_BATCH", "OVER_TOPIC", "QUEUE_DEPTH", "START_TOPIC", "DaskExecutor", "batch_size"]
 
@@ -87,6 +88,7 @@ def _call(fn: Callable[[Any], Any], initializer: Callable[[], None] | None, work
     global _INITIALISED
     if not _INITIALISED:
         os.environ["INGESTAUDIT_POOL_WORKERS"] = str(workers)
+        install_warning_lines()  # the package's warnings as one `warning:` line, as the command line prints them
         if initializer is not None:
             initializer()
         _INITIALISED = True

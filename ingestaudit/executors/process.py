@@ -42,6 +42,7 @@ from typing import Any
 from ingestaudit.executors.base import (MAX_BATCH, QUEUE_DEPTH, Executor, ExecutorError, TaskFailure,
                                         apply_memory_limit, batch_size, died_message, raise_if_stopped,
                                         raised_message, run_in_order, timeout_message)
+from ingestaudit.warning_lines import install as install_warning_lines
 
 __all__ = ["MAX_BATCH", "QUEUE_DEPTH", "ProcessExecutor"]
 
@@ -203,12 +204,13 @@ def _start_fork_server() -> None:
 def _init_worker(initializer: Callable[[], None] | None, workers: int, environ: dict[str, str],
                  memory_mb: int | None = None, starts: Any = None) -> None:
     """Runs first in each worker: this process's environment at pool start (the fork server's is older), the pool
-    size (the workers share the cores for torch), the memory limit, the shared start slots, then the initializer."""
+    size (the workers share the cores for torch), the one-line warning format, the memory limit, the shared start slots, then the initializer."""
     global _STARTS
     _STARTS = starts
     os.environ.clear()
     os.environ.update(environ)
     os.environ["INGESTAUDIT_POOL_WORKERS"] = str(workers)
+    install_warning_lines()  # the package's warnings as one `warning:` line, as the command line prints them
     apply_memory_limit(memory_mb)
     if initializer is not None:
         initializer()

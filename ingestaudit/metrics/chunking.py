@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -493,36 +494,59 @@ def _sentencizer():
     the third-party ``spacy_factories`` entry points (Presidio registers one that imports transformers). The
     tokenizer and sentencizer, hence every sentence boundary, are spaCy's own.
     """
-    spacy = _import_spacy_without_torch()
-    registry = getattr(getattr(spacy, "util").registry, "_entry_point_factories", None)
-    lazy = registry is not None and getattr(registry, "entry_points", None) is True
-    if lazy:
-        registry.entry_points = False
-    try:
-        nlp = spacy.blank("en")
-    finally:
+    with SPACY_SETUP_LOCK:  # the entry-point switch below is process-wide: one thread at a time
+        spacy = _import_spacy_without_torch()
+        registry = getattr(getattr(spacy, "util").registry, "_entry_point_factories", None)
+        lazy = registry is not None and getattr(registry, "entry_points", None) is True
         if lazy:
-            registry.entry_points = True
+            registry.entry_points = False
+        try:
+            nlp = spacy.blank("en")
+        finally:
+            if lazy:
+                registry.entry_points = True
     nlp.add_pipe("sentencizer")
     nlp.max_length = 10**8
     return nlp
 
 
+SPACY_SETUP_LOCK = threading.RLock()
+"""Held while `_sentencizer` imports spaCy and builds its blank pipeline with spaCy's third-party factory entry
+points switched off (a process-wide switch); a step that loads a spaCy pipeline needing those factories (Presidio's,
+the entities step's) holds it too, so that it never runs while they are off (Dask runs two tasks per worker)."""
+
+
+class _HideTorch:
+    """A `sys.meta_path` finder that refuses ``torch`` (and its submodules) to ONE thread, the one importing spaCy
+    (`_import_spacy_without_torch`): ``import torch`` there raises ModuleNotFoundError, as with torch not installed,
+    while another thread's ``import torch`` goes on normally (``sys.modules["torch"] = None`` hid it from every
+    thread). A torch another thread finished importing meanwhile is in ``sys.modules`` and is simply used."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() == self.thread and (name == "torch" or name.startswith("torch.")):
+            raise ModuleNotFoundError(f"No module named {name!r} (hidden while spaCy is imported)", name=name)
+        return None
+
+
 def _import_spacy_without_torch() -> Any:
-    """``import spacy``; when neither torch nor thinc is imported yet, with torch hidden for that import only (thinc
-    then offers no PyTorch layers in this process; torch itself still imports later for whoever needs it)."""
+    """``import spacy``; when neither torch nor thinc is imported yet, with torch hidden from this thread for that
+    import only (`_HideTorch`: thinc then offers no PyTorch layers in this process; torch itself still imports later,
+    and meanwhile in other threads, for whoever needs it)."""
     import sys
 
     if "spacy" in sys.modules or "torch" in sys.modules or "thinc" in sys.modules:
         import spacy
 
         return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+    hide = _HideTorch()
+    sys.meta_path.insert(0, hide)  # type: ignore[arg-type]
     try:
         import spacy
     finally:
-        if sys.modules.get("torch", 0) is None:
-            del sys.modules["torch"]
+        sys.meta_path.remove(hide)  # type: ignore[arg-type]
     return spacy
 
 

@@ -42,6 +42,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from ingestaudit.document import Document
@@ -73,6 +74,8 @@ PARTITIONERS = {
 #: ``settings["table_extraction"] = False`` with the note given here.
 TABLE_SOURCES = {".html": "partition_html Table elements' metadata.text_as_html",
                  ".htm": "partition_html Table elements' metadata.text_as_html"}
+#: Plain-text sources: a 0-byte one is a parse with no text (as for a file of white space), not a parse error.
+PLAIN_TEXT_SOURCES = (".txt", ".md")
 NO_TABLES_NOTE = {".pdf": "the fast PDF strategy infers no table structure",
                   ".txt": "partition_text yields no table structure", ".md": "partition_text yields no table structure"}
 
@@ -299,7 +302,8 @@ class UnstructuredParser(Parser):
         Raises:
             UnsupportedFormat: the suffix has no partitioner here.
             ParserError: Unstructured, a PDF dependency or the spaCy model is missing (the message says what to
-                install); zero-byte file; or Unstructured failed (including the failures ``partition_pdf`` only
+                install); a zero-byte PDF or HTML file (a zero-byte ``.txt`` or ``.md`` is a parse with no text and
+                a warning); or Unstructured failed (including the failures ``partition_pdf`` only
                 logs); the message names the file and the logged cause.
         """
         if not self.supports(document):
@@ -312,6 +316,8 @@ class UnstructuredParser(Parser):
             raise ParserError(f"{document.path}: {exc}") from None
         model = find_spacy_model()
         assert model is not None  # version() checked it
+        if document.suffix in PLAIN_TEXT_SOURCES and _zero_bytes(document.path):
+            return self._empty_text(document, version)
         check_source(document.path)
         kwargs: dict[str, Any] = {"filename": str(document.path)}
         if document.suffix == ".pdf":
@@ -335,6 +341,15 @@ class UnstructuredParser(Parser):
         parsed.settings["table_extraction"] = document.suffix in TABLE_SOURCES
         if document.suffix not in TABLE_SOURCES:
             parsed.settings["table_extraction_note"] = NO_TABLES_NOTE.get(document.suffix, "no table structure")
+        return parsed
+
+    def _empty_text(self, document: Document, version: str) -> ParsedDocument:
+        """The parse of a 0-byte plain-text source: no text (one empty page) and the warning that the file is empty,
+        like any parse that returned no text (``empty_output`` when the reference has some:
+        `ingestaudit.document_steps.empty_output_failure`); Unstructured is not called."""
+        parsed = self._convert([], version, 0.0, [f"{document.path.name}: zero-byte file, no text"], in_points=False)
+        parsed.settings["table_extraction"] = False
+        parsed.settings["table_extraction_note"] = NO_TABLES_NOTE[document.suffix]
         return parsed
 
     def _convert(self, elements: list[Any], version: str, elapsed: float, warnings: list[str],
@@ -378,6 +393,15 @@ class UnstructuredParser(Parser):
             elapsed_s=elapsed,
             warnings=tuple(dict.fromkeys(warnings)),
         )
+
+
+def _zero_bytes(path: Path) -> bool:
+    """True when ``path`` is a file of 0 bytes; False when it has bytes or cannot be examined (`check_source` then
+    names the cause)."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _bbox(md: Any) -> tuple[float, float, float, float] | None:

@@ -58,7 +58,10 @@ class EntitiesStep:
         if self._nlp is None:
             import spacy
 
-            self._nlp = spacy.load(self.opts["spacy_model"], disable=list(_NER_ONLY))
+            from ingestaudit.metrics.chunking import SPACY_SETUP_LOCK
+
+            with SPACY_SETUP_LOCK:  # spaCy's factory entry points are on (the sentencizer switches them off meanwhile)
+                self._nlp = spacy.load(self.opts["spacy_model"], disable=list(_NER_ONLY))
         return self._nlp
 
     def presidio(self) -> Any:

@@ -341,7 +341,10 @@ def presidio_engine(spacy_model: str = DEFAULT_SPACY_MODEL, spacy_model_version:
         except ImportError as exc:
             raise DetectorUnavailable(f"presidio-analyzer is not installed ({exc}); {SETUP_HINT}") from None
         conf = presidio_nlp_configuration(spacy_model, language, labels_to_ignore)
-        nlp_engine = NlpEngineProvider(nlp_configuration=conf).create_engine()
+        from ingestaudit.metrics.chunking import SPACY_SETUP_LOCK
+
+        with SPACY_SETUP_LOCK:  # spaCy's factory entry points are on (the sentencizer switches them off meanwhile)
+            nlp_engine = NlpEngineProvider(nlp_configuration=conf).create_engine()
         engine = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=[language])
         _make_offline(engine.registry)
         _ENGINES[key] = engine

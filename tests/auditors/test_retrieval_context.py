@@ -44,14 +44,20 @@ def test_context_cost_rows_and_budget_recall_by_hand():
 def test_evidence_overlap_option_and_bad_budgets():
     auditor = RetrievalAuditor(k=[3], evidence_overlap="sum")
     assert auditor.options()["evidence_overlap"] == "sum" and auditor.options()["context_budgets"] == [2000]
-    for bad in ([0], [-1], ["2000"], [1.5], []):
+    for bad in ([0], [-1], ["2000"], [1.5], [], [2**64], [10**9 + 1], [2000, 500, 2000]):
         with pytest.raises(ValueError, match=r"\[run\] context_budgets"):
             RetrievalAuditor(context_budgets=bad)
+    assert RetrievalAuditor(context_budgets=[10**9, 1]).options()["context_budgets"] == [1, 10**9]  # the bounds
+    with pytest.raises(ValueError, match=r"18446744073709551616 above 1,000,000,000"):
+        RetrievalAuditor(context_budgets=[2000, 2**64])
+    with pytest.raises(ValueError, match=r"\[2000, 500, 2000\]: 2000 given more than once"):
+        RetrievalAuditor(context_budgets=[2000, 500, 2000])
     with pytest.raises(ValueError, match="evidence_overlap"):
         RetrievalAuditor(evidence_overlap="mean")
 
 
-@pytest.mark.parametrize("value", ["[0]", "[-100]", '["2000"]', "[1.5]", "[]", "2000", "[nan]"])
+@pytest.mark.parametrize("value", ["[0]", "[-100]", '["2000"]', "[1.5]", "[]", "2000", "[nan]",
+                                   "[18446744073709551616]", "[1000000001]", "[2000, 2000]"])
 def test_a_bad_context_budget_is_exit_2_naming_the_field(tmp_path, value):
     import subprocess
     import sys

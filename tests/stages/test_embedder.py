@@ -191,9 +191,12 @@ def test_cache_writes_atomically(tmp_path, monkeypatch):
 
 
 def test_an_unwritable_cache_still_returns_vectors(tmp_path, monkeypatch):
+    from ingestaudit.stages.embedders.cache import EmbeddingCacheWarning
+
     cached = CachedEmbedder(HashVectors(), EmbeddingCache(tmp_path))
     monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError(13, "Permission denied")))
-    vectors = cached.embed(["x y"])
+    with pytest.warns(EmbeddingCacheWarning, match="cannot be written .PermissionError: Permission denied"):
+        vectors = cached.embed(["x y"])
     assert vectors.shape == (1, 8) and cached.stats()["cache_write_errors"] == 1
     assert "Permission denied" in cached.last_cache_error
 

@@ -16,8 +16,10 @@ included, and silently drops the rest). A text is embedded whole exactly when
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,6 +34,38 @@ EMBED_THREADS = 1
 """Torch intra-op threads while embedding, in every process: a matrix product split over another number of threads
 may sum in another order, so a fixed count keeps the vectors (and every index and retrieval number) the same on
 every executor and worker count. One thread per worker also never oversubscribes the cores."""
+
+_THREADS_LOCK = threading.Lock()
+_threads_held = 0  # sections inside `embed_threads`, in all threads of this process
+_threads_before: int | None = None  # the count the first of them found (restored by the last one out)
+
+
+@contextmanager
+def embed_threads(torch: Any, restore: bool = True) -> Iterator[None]:
+    """Run the block with `EMBED_THREADS` torch intra-op threads, safely from several threads at once (Dask runs two
+    tasks per worker process): a process-wide lock and a counter of the sections inside, so the first section in
+    saves the count and sets `EMBED_THREADS`, and only the last one out puts the saved count back (when ``restore``:
+    a worker process keeps `EMBED_THREADS`). Saving and restoring per section let two interleaved sections restore
+    each other's value (8 -> 1 -> 8 while the second still computed, then 1 for good).
+
+    Args:
+        torch: the imported ``torch`` module (anything with ``get_num_threads``/``set_num_threads``).
+        restore: put the saved count back when the last section leaves.
+    """
+    global _threads_held, _threads_before
+    with _THREADS_LOCK:
+        if _threads_held == 0:
+            _threads_before = int(torch.get_num_threads())
+            if _threads_before != EMBED_THREADS:
+                torch.set_num_threads(EMBED_THREADS)
+        _threads_held += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _threads_held -= 1
+            if _threads_held == 0 and restore and _threads_before not in (None, EMBED_THREADS):
+                torch.set_num_threads(_threads_before)
 
 
 class EmbedderError(EmbeddingError):

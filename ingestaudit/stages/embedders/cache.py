@@ -14,7 +14,8 @@ A shard is used only when it is a regular file, loads whole, its vectors are ``(
 model.json's dimension, finite and none all zeros, and the identity it records is the one asked for: a truncated
 shard, or one of another model or another library version (copied in, or written by an older ingestaudit that
 recorded no identity), is never used; its texts are embedded again and ONE `EmbeddingCacheWarning`
-per process names the file and the reason (`EmbeddingCache.ignored` keeps them). The shard is then renamed
+per run (across its processes: `ingestaudit.warning_lines.first_in_run`) names the file and the reason
+(`EmbeddingCache.ignored` keeps them). The shard is then renamed
 ``unused-shard-...npz`` (`UNUSED_PREFIX`), so the next run neither reads it nor warns again.
 
 Each `EmbeddingCache.put` writes one new shard, written to a temporary file in the same folder and renamed into place
@@ -46,6 +47,7 @@ import numpy as np
 
 from ingestaudit.errors import EmbeddingError
 from ingestaudit.stages.embedders.base import Embedder, EmbedderError, as_unit_float32
+from ingestaudit.warning_lines import first_in_run
 
 CACHE_ENV = "INGESTAUDIT_CACHE"
 DEFAULT_FOLDER = Path("~/.cache/ingestaudit/embeddings")
@@ -135,8 +137,9 @@ class EmbeddingCache:
 
     def _ignore(self, path: Path, why: str) -> None:
         """Record a shard that is not used, move it aside (`UNUSED_PREFIX`: no later run reads it, warns about it
-        or embeds its texts again because of it; it stays for inspection) and warn once (`EmbeddingCacheWarning`)
-        naming it and where it went. A shard that cannot be moved (a read-only cache) stays and is named again by
+        or embeds its texts again because of it; it stays for inspection) and warn once per run, in all its processes
+        (`EmbeddingCacheWarning`, `ingestaudit.warning_lines.first_in_run`) naming it and where it went. A shard
+        that cannot be moved (a read-only cache) stays and is named again by
         the next run."""
         if str(path) in self.ignored:
             return
@@ -147,6 +150,8 @@ class EmbeddingCache:
             where = f"moved to {aside.name}"
         except OSError as exc:  # read-only, or another process moved it first
             where = f"left in place ({type(exc).__name__})"
+        if not first_in_run(f"cache-shard:{path}"):  # another process of this run (or this one) named it already
+            return
         warnings.warn(f"embedding cache: {path}: {why}; not used ({where}), its texts are embedded again",
                       EmbeddingCacheWarning, stacklevel=4)
 
@@ -295,7 +300,7 @@ class CachedEmbedder(Embedder):
     embedded), ``calls`` (calls of the wrapped embedder), ``tokens_embedded`` (word pieces the model read for the
     missed texts: ``min(count_tokens, max_seq_length - special_tokens)`` each, special tokens excluded),
     ``cache_write_errors`` (shards that could not be written: the vectors are still returned; ``last_cache_error``
-    says why).
+    says why, and ONE `EmbeddingCacheWarning` per folder per run names the folder and the OS error).
     """
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
@@ -361,6 +366,15 @@ class CachedEmbedder(Embedder):
             seen.add(key)
         return out
 
+    def _warn_unwritable(self, exc: OSError) -> None:
+        """ONE `EmbeddingCacheWarning` per cache folder per run (in all its processes: `first_in_run`) naming the
+        folder and the OS error of the first shard that could not be written; the run goes on uncached."""
+        folder = self.cache.folder
+        if first_in_run(f"cache-write:{folder}"):
+            why = f"{type(exc).__name__}: {exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+            warnings.warn(f"embedding cache: {folder}: cannot be written ({why}); vectors are computed but not "
+                          "cached, so the next run embeds them again", EmbeddingCacheWarning, stacklevel=3)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 ``(len(texts), d)`` unit vectors, from the cache where possible (see the class docstring).
 
@@ -396,6 +410,7 @@ class CachedEmbedder(Embedder):
             except OSError as exc:  # an unwritable cache slows later runs but does not change any vector
                 self.counts["cache_write_errors"] += 1
                 self.last_cache_error = f"{self.cache.folder}: {exc.strerror or exc}"
+                self._warn_unwritable(exc)
             found.update(zip(missing, new))
         out = np.empty((len(texts), d), dtype=np.float32)
         for i, key in enumerate(keys):

@@ -30,12 +30,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ingestaudit.stages.embedders.base import (
-    EMBED_THREADS,
     SETUP_COMMAND,
     Embedder,
     EmbedderError,
     EmbedderUnavailable,
     as_unit_float32,
+    embed_threads,
 )
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -282,13 +282,10 @@ class SentenceTransformerEmbedder(Embedder):
         model = self._load()
         import torch  # imported by the model load above
 
-        before = torch.get_num_threads()  # a fixed thread count: the same sums, the same vectors everywhere
-        torch.set_num_threads(EMBED_THREADS)
-        try:
+        # a fixed thread count (the same sums, the same vectors everywhere), safe under two threads per worker
+        with embed_threads(torch):
             vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                    convert_to_numpy=True, show_progress_bar=False)
-        finally:
-            torch.set_num_threads(before)
         return as_unit_float32(vectors, len(texts), self.dimension(), self.name)
 
     def check(self) -> None:
