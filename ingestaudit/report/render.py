@@ -34,8 +34,8 @@ from ingestaudit.report.questions import question_records, question_table
 from ingestaudit.report.verdict import DECIDING_TEST, verdict_lines
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
-          "other states counted after n; 'corpus of N docs' = one value computed over the class. "
-          "↓ lower is better, ↑ higher is better, →1 best at 1.")
+          "other states counted after n; 'corpus of N docs' = one value computed over the class (the index "
+          "audit's N counts vectors or queries, as its cells say). ↓ lower is better, ↑ higher is better, →1 best at 1.")
 HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% interval] n = items ok (/ all); ★ = "
                    "better than every other pipeline on the items both measured, each paired test significant "
                    "after Holm in that direction (corpus-level values have no paired test); 'same N items' = the "

@@ -292,15 +292,19 @@ STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": 
 """How a cell without a value names the states of its items in the terminal (the headline legend spells them out)."""
 
 
-CORPUS_COUNTS = {"index.freshness_lag": "events", "index.stale_query_share": "queries"}
-"""What ``n_docs`` counts in a corpus-level row computed over something else than documents (`ingestaudit.events`:
-the ``--events`` file's index events, its served queries); every other corpus-level row counts documents."""
+CORPUS_COUNTS = {"index.freshness_lag": "events", "index.stale_query_share": "queries",
+                 "index.duplicate_vectors": "vectors", "index.ip_dominated": "sampled vectors",
+                 "index.recall": "queries", "index.recall_tie_aware": "queries", "index.one_recall": "queries"}
+"""What ``n_docs`` counts in a corpus-level row computed over something else than documents, by metric name without
+its ``@k`` (`ingestaudit.events`: the ``--events`` file's index events, its served queries; the index audit
+(`ingestaudit.auditors.index`): the vectors, the sampled vectors of the domination check, the recall queries);
+every other corpus-level row counts documents."""
 
 
 def corpus_note(row: SummaryRow, noun: str = "docs") -> str:
-    """``corpus of N docs`` (``N events``, ``N queries``: `CORPUS_COUNTS`) for a corpus-level row; ``noun`` is
-    what N counts when the row is over documents (``""``: the headline's bare ``corpus of N``)."""
-    what = CORPUS_COUNTS.get(row.metric, noun)
+    """``corpus of N docs`` (``N vectors``, ``N queries``...: `CORPUS_COUNTS`) for a corpus-level row; ``noun``
+    is what N counts when the row is over documents (``""``: the headline's bare ``corpus of N``)."""
+    what = CORPUS_COUNTS.get(row.metric.split("@", 1)[0], noun)
     return f"corpus of {row.n_docs}" + (f" {what}" if what else "")
 
 

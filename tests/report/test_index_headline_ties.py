@@ -58,6 +58,8 @@ def test_repeated_chunks_headline_is_tie_aware_and_the_gate_holds(tmp_path):
     assert "recall_tie_" in res.stdout and "index.recall@10" not in res.stdout  # the terminal headline too
     md = (out / "report.md").read_text()
     assert "index.recall@10" in md  # the full tables keep intersection recall
+    # 45 counts vectors (duplicates) and queries (recall), never documents (the corpus has 5)
+    assert "corpus of 45 vectors" in md and "corpus of 45 queries" in md and "corpus of 45 docs" not in md
     gate = CliRunner().invoke(app, ["compare", str(out / "report.json"), str(out / "report.json"), "--junit",
                                     str(tmp_path / "junit.xml")])
     assert gate.exit_code == 0, gate.output
