@@ -748,7 +748,7 @@ def compare(
     _write_gate_files(result, junit, key_rows(comparison, head_report))
     if json_:
         data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
-        data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
+        data["verdict"] = result.verdict  # gate.json's word (pass, fail): a band with bands = "fail" fails it too
         if drift:
             data["embedding_drift"] = drift
         text = _json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
