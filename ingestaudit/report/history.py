@@ -535,8 +535,8 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     if accepted and accepted[-1] not in shown:  # the gate's baseline stays in view
         shown = sorted([accepted[-1], *shown[len(shown) - fit + 1:]]) if fit > 1 else [accepted[-1]]
     heads, legend = _run_heads(runs, shown, col_w, width)
-    lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = accepted (the gate's history baseline); values: "
-                          "micro, else macro", width=width) + legend
+    lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = the gate's baseline (the last accepted run); "
+                          "+ = accepted earlier; values: micro, else macro", width=width) + legend
     lines.append(("series" if not stacked else "").ljust(lead) + heads + "  " + "trend".ljust(len(runs))
                  + "  change")
     if any(r.verdict for r in runs):
@@ -562,12 +562,15 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
 
 
 def _run_heads(runs: Sequence[RunInfo], shown: Sequence[int], col_w: int, width: int) -> tuple[str, list[str]]:
-    """The column heads of the runs ``shown`` (their labels, ``*`` marking an accepted run) and, when a label is
+    """The column heads of the runs ``shown`` (their labels; ``*`` marks the gate's baseline, the last accepted
+    run, and only it; ``+`` an earlier accepted run, one of the control bands' runs) and, when a label is
     longer than a column, heads ``#ID`` instead and a legend of the full labels wrapped at ``width`` (never cut)."""
     labels = {i: runs[i].label or runs[i].time[:10] for i in shown}
     by_id = any(len(labels[i]) > col_w - 2 for i in shown)
-    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i]) + ("*" if runs[i].accepted else "")).rjust(col_w)
-                    for i in shown)
+    accepted = [i for i, r in enumerate(runs) if r.accepted]
+    base = accepted[-1] if accepted else None
+    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i])
+                     + ("*" if i == base else "+" if runs[i].accepted else "")).rjust(col_w) for i in shown)
     legend = _wrap("runs: " + "; ".join(f"#{runs[i].run_id} {labels[i]}" for i in shown), width) if by_id else []
     return heads, legend
 
@@ -645,7 +648,8 @@ def render_item_trends(runs: Sequence[RunInfo], items: Sequence[ItemTrend], ref:
     fit = max(1, (width - name_w - col_w - 2) // col_w)
     shown = list(range(len(runs)))[-fit:]
     heads, legend = _run_heads(runs, shown, col_w, width)
-    lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = accepted; change = last run - "
+    lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = the gate's baseline, + = accepted earlier; "
+             f"change = last run - "
              f"run {ref_run.run_id} ({ref_run.label or ref_run.time[:10]}); the items that got worse most first",
              "item".ljust(name_w) + heads + "  change"]
     lines = [w for line in lines[:1] for w in _wrap(line, width)] + legend + lines[1:]

@@ -44,13 +44,26 @@ def test_trends_and_the_history_command(tmp_path):
     result = CliRunner().invoke(app, ["history", str(db), "--class", "invoices"], env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("4 runs, oldest first; * = accepted")
-    assert lines[1].split()[:5] == ["series", "c0*", "c1", "c2", "c3"]
+    assert lines[0].startswith("4 runs, oldest first; * = the gate's baseline (the last accepted run)")
+    assert next(line for line in lines if line.startswith("series")).split()[:5] == ["series", "c0*", "c1", "c2", "c3"]
     row = next(line for line in lines if "invoices" in line)
     assert "pymupdf · invoices · extraction.cer ↓" in row and row.rstrip().endswith("+0.025")
     assert all(len(line) <= 100 for line in lines)
     narrow = CliRunner().invoke(app, ["history", str(db), "--metric", "extraction"], env={"COLUMNS": "60"})
     assert narrow.exit_code == 0 and all(len(line) <= 60 for line in narrow.stdout.splitlines())
+
+
+def test_after_accepting_a_second_run_only_the_baseline_is_starred(tmp_path):
+    """``history --accept`` (``--force`` for a failed run) keeps the earlier accepted run in the control bands, but
+    only the gate's baseline, the last accepted run, is starred: two stars read as two baselines."""
+    db = tmp_path / "h.duckdb"
+    for night, cer in enumerate([0.10, 0.11, 0.12]):
+        append_run(db, nightly(cer), label=f"c{night}", time=f"2026-01-0{night + 1}T00:00:00+00:00")
+    assert CliRunner().invoke(app, ["history", str(db), "--accept", "c1", "--force"]).exit_code == 0
+    lines = CliRunner().invoke(app, ["history", str(db), "--class", "invoices"], env={"COLUMNS": "100"}).stdout
+    heads = next(line for line in lines.splitlines() if line.startswith("series")).split()
+    assert heads[:4] == ["series", "c0+", "c1*", "c2"] and " ".join(heads).count("*") == 1
+    assert load_report(db)[1].run_id == 2  # the starred run is the one the gate reads
 
 
 def test_the_accepted_baseline_catches_slow_drift(tmp_path):
@@ -144,7 +157,8 @@ def test_history_items_names_the_documents_behind_a_drift(tmp_path):
                                 env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("extraction.cer ↓ per item over 3 runs; * = accepted; change = last run - run 1 (n0)")
+    assert " ".join(" ".join(lines[:2]).split()).startswith("extraction.cer ↓ per item over 3 runs; * = the gate's baseline, + = "
+                                          "accepted earlier; change = last run - run 1 (n0)")
     head = next(i for i, line in enumerate(lines) if line.startswith("item"))
     assert lines[head].split() == ["item", "n0*", "n1", "n2", "change"]
     assert lines[head + 1].split() == ["pymupdf", "·", "invoices/d05", "0.1", "0.1", "error"]  # failed: first
