@@ -792,8 +792,9 @@ def history_(
     class_: Annotated[Optional[str], typer.Option("--class", help="Only this class (__all__: overall).")] = None,
     pipeline: Annotated[Optional[str], typer.Option(help="Only this pipeline.")] = None,
     last: Annotated[int, typer.Option(min=1, help="The last N runs.")] = 20,
-    accept: Annotated[Optional[str], typer.Option(help="Mark a run (label, run id or 'last') accepted: the "
-                                                       "baseline of --baseline history:DB.")] = None,
+    accept: Annotated[Optional[str], typer.Option(help="Mark a run (label, run id, '#ID' or 'last') accepted: "
+                                                       "the baseline of --baseline history:DB; a number that is one "
+                                                       "run's id and another's label is refused.")] = None,
     items: Annotated[bool, typer.Option("--items", help="Per item: --metric M (or M[LABEL]) in each run, the "
                                                         "items that got worse most since the accepted run "
                                                         "first.")] = False,

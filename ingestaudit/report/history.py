@@ -357,7 +357,8 @@ def accepted_series(path: Path, window: int, metrics: Sequence[tuple[str, str]]
 
 
 def accept(path: Path, which: str, *, force: bool = False) -> RunInfo:
-    """Mark a run accepted: ``which`` is a run id, a label (its latest run) or ``"last"``. A run whose gate failed
+    """Mark a run accepted: ``which`` is a run id (``#N`` is always one), a label (its latest run) or ``"last"``; a
+    digit string that is one run's id and another run's label is refused as ambiguous (the message names both). A run whose gate failed
     (verdict ``fail``) is refused unless ``force``: accepting it would make its regressions the baseline every
     later run is gated against.
 
@@ -380,13 +381,21 @@ def _find(runs: Sequence[RunInfo], which: str, path: Path) -> RunInfo:
         raise HistoryError(f"{path}: no run recorded yet")
     if which == "last":
         return runs[-1]
-    by_label = [r for r in runs if r.label == which]
-    if by_label:
-        return by_label[-1]
-    if which.isdigit():
-        hit = [r for r in runs if r.run_id == int(which)]
+    if which.startswith("#") and which[1:].isdigit():  # a run id, never a label
+        hit = [r for r in runs if r.run_id == int(which[1:])]
         if hit:
             return hit[0]
+        raise HistoryError(f"{path}: no run with id {which[1:]}")
+    by_label = [r for r in runs if r.label == which]
+    by_id = [r for r in runs if which.isdigit() and r.run_id == int(which)]
+    if by_label and by_id and by_label[-1].run_id != by_id[0].run_id:
+        raise HistoryError(f"{path}: {which!r} is both run {by_id[0].run_id} ({by_id[0].label or by_id[0].time}) "
+                           f"and the label of run {by_label[-1].run_id}: ambiguous, nothing accepted (say "
+                           f"'#{by_id[0].run_id}' or '#{by_label[-1].run_id}': '#N' is always a run id)")
+    if by_label:
+        return by_label[-1]
+    if by_id:
+        return by_id[0]
     raise HistoryError(f"{path}: no run with id or label {which!r}")
 
 

@@ -66,6 +66,24 @@ def test_after_accepting_a_second_run_only_the_baseline_is_starred(tmp_path):
     assert load_report(db)[1].run_id == 2  # the starred run is the one the gate reads
 
 
+def test_accept_refuses_a_number_that_is_one_runs_id_and_another_runs_label(tmp_path):
+    """``history --accept 1`` silently took the run labelled "1" (run 2) over run 1: now it is refused, naming both;
+    ``#1`` is always the run id."""
+    db = tmp_path / "h.duckdb"
+    append_run(db, nightly(0.10), label="a", time="2026-01-01T00:00:00+00:00")
+    append_run(db, nightly(0.11), label="1", time="2026-01-02T00:00:00+00:00")
+    append_run(db, nightly(0.12), label="c", time="2026-01-03T00:00:00+00:00")
+    res = CliRunner().invoke(app, ["history", str(db), "--accept", "1"], env={"COLUMNS": "200"})
+    assert res.exit_code == 2
+    msg = " ".join(res.output.split())
+    assert "'1' is both run 1 (a) and the label of run 2: ambiguous, nothing accepted" in msg
+    assert [r.accepted for r in list_runs(db)] == [True, False, False]  # unchanged
+    assert CliRunner().invoke(app, ["history", str(db), "--accept", "#2"]).exit_code == 0
+    assert [r.accepted for r in list_runs(db)] == [True, True, False]
+    assert CliRunner().invoke(app, ["history", str(db), "--accept", "3"]).exit_code == 0  # id 3, no label "3"
+    assert [r.accepted for r in list_runs(db)] == [True, True, True]
+
+
 def test_the_accepted_baseline_catches_slow_drift(tmp_path):
     db = tmp_path / "h.duckdb"
     append_run(db, nightly(0.100), label="night0")  # the first run is accepted
