@@ -518,7 +518,8 @@ def sparkline(values: Sequence[float | None]) -> str:
 
 def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100, band_window: int = 20) -> str:
     """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows, the
-    last accepted run always among them), a sparkline over every run shown, the change from the first to the last
+    last accepted run always among them; a column is as wide as its widest value, verdict or ``#ID`` needs plus 2,
+    at least 8), a sparkline over every run shown, the change from the first to the last
     value, and the series' control band (`ingestaudit.report.bands`, from its last ``band_window`` accepted runs'
     values, when there are enough). A ``gate`` row gives each run's verdict. Run labels are never cut: when one is
     longer than a column, the columns are headed ``#ID`` and a legend lists every run's full label. When the series
@@ -533,7 +534,9 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     if not series:
         return f"{len(runs)} runs; no series matches the filters"
     names = [f"{t.pipeline} · {t.doc_class} · {t.name} {direction(t.metric, t.label)}".rstrip() for t in series]
-    col_w = 10
+    # as wide as the widest value, verdict or run id needs, no wider: at 80 columns a run that fits is not dropped
+    col_w = max(8, 2 + max(len(x) for x in [*(g4(v) for t in series for v in t.values),
+                                            *(r.verdict or "—" for r in runs), *(f"#{r.run_id}*" for r in runs)]))
     tail = 2 + len(runs) + 2 + col_w  # sparkline and change
     name_w = max(len(n) for n in names) + 2
     stacked = width - name_w - tail < 3 * col_w

@@ -84,6 +84,21 @@ def test_accept_refuses_a_number_that_is_one_runs_id_and_another_runs_label(tmp_
     assert [r.accepted for r in list_runs(db)] == [True, True, True]
 
 
+def test_history_at_80_columns_shows_every_run_of_six(tmp_path):
+    """Columns were 10 wide whatever they held: at COLUMNS=80 the stacked view fit (80 - 2 - 20) // 10 = 5 of 6 runs
+    and dropped run 2. A column is now as wide as its widest cell (``0.0825``: 6) + 2 = 8: (80 - 2 - 18) // 8 = 7."""
+    db = tmp_path / "h.duckdb"
+    for i, cer in enumerate([0.10, 0.11, 0.12, 0.13, 0.12, 0.11]):
+        append_run(db, nightly(cer), label=f"nightly-2026-01-0{i + 1}", time=f"2026-01-0{i + 1}T00:00:00+00:00")
+    res = CliRunner().invoke(app, ["history", str(db)], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert next(line for line in lines if "trend" in line).split()[:6] == ["#1*", "#2", "#3", "#4", "#5", "#6"]
+    legend = " ".join(" ".join(lines).split())
+    assert all(f"#{i} nightly-2026-01-0{i}" in legend for i in range(1, 7))  # full labels, never cut
+
+
 def test_the_accepted_baseline_catches_slow_drift(tmp_path):
     db = tmp_path / "h.duckdb"
     append_run(db, nightly(0.100), label="night0")  # the first run is accepted
