@@ -519,7 +519,7 @@ def sparkline(values: Sequence[float | None]) -> str:
 def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100, band_window: int = 20) -> str:
     """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows, the
     last accepted run always among them; a column is as wide as its widest value, verdict or ``#ID`` needs plus 2,
-    at least 8), a sparkline over every run shown, the change from the first to the last
+    at least 8, or wide enough for the run labels, up to 10, when that shows as many runs), a sparkline over every run shown, the change from the first to the last
     value, and the series' control band (`ingestaudit.report.bands`, from its last ``band_window`` accepted runs'
     values, when there are enough). A ``gate`` row gives each run's verdict. Run labels are never cut: when one is
     longer than a column, the columns are headed ``#ID`` and a legend lists every run's full label. When the series
@@ -534,14 +534,21 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     if not series:
         return f"{len(runs)} runs; no series matches the filters"
     names = [f"{t.pipeline} · {t.doc_class} · {t.name} {direction(t.metric, t.label)}".rstrip() for t in series]
-    # as wide as the widest value, verdict or run id needs, no wider: at 80 columns a run that fits is not dropped
-    col_w = max(8, 2 + max(len(x) for x in [*(g4(v) for t in series for v in t.values),
-                                            *(r.verdict or "—" for r in runs), *(f"#{r.run_id}*" for r in runs)]))
-    tail = 2 + len(runs) + 2 + col_w  # sparkline and change
     name_w = max(len(n) for n in names) + 2
-    stacked = width - name_w - tail < 3 * col_w
-    lead = 2 if stacked else name_w
-    fit = max(1, (width - lead - tail) // col_w)
+
+    def layout(col_w: int) -> tuple[int, bool, int, int]:  # (col_w, stacked, lead, runs that fit)
+        tail = 2 + len(runs) + 2 + col_w  # sparkline and change
+        stacked = width - name_w - tail < 3 * col_w
+        lead = 2 if stacked else name_w
+        return col_w, stacked, lead, max(1, (width - lead - tail) // col_w)
+
+    # as wide as the widest value, verdict or #ID needs (labels then in a legend), or wide enough for the labels
+    # (up to 10) when that shows as many runs: at 80 columns a run that fits is never dropped for a label
+    narrow = layout(max(8, 2 + max(len(x) for x in [*(g4(v) for t in series for v in t.values),
+                                                    *(r.verdict or "—" for r in runs),
+                                                    *(f"#{r.run_id}*" for r in runs)])))
+    labelled = layout(max(narrow[0], min(10, 3 + max(len(r.label or r.time[:10]) for r in runs))))
+    col_w, stacked, lead, fit = labelled if min(labelled[3], len(runs)) >= min(narrow[3], len(runs)) else narrow
     shown = list(range(len(runs)))[-fit:]
     accepted = [i for i, r in enumerate(runs) if r.accepted]
     if accepted and accepted[-1] not in shown:  # the gate's baseline stays in view
