@@ -751,7 +751,7 @@ def compare(
     _write_gate_files(result, junit, key_rows(comparison, head_report))
     if json_:
         data = comparison.to_dict() | {"bands": [b.model_dump() for b in result.bands]}
-        data["verdict"] = "failed" if result.verdict == "fail" else data["verdict"]  # a band with bands = "fail"
+        data["verdict"] = result.verdict  # gate.json's word (pass, fail): a band with bands = "fail" fails it too
         if drift:
             data["embedding_drift"] = drift
         text = _json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
@@ -795,8 +795,9 @@ def history_(
     class_: Annotated[Optional[str], typer.Option("--class", help="Only this class (__all__: overall).")] = None,
     pipeline: Annotated[Optional[str], typer.Option(help="Only this pipeline.")] = None,
     last: Annotated[int, typer.Option(min=1, help="The last N runs.")] = 20,
-    accept: Annotated[Optional[str], typer.Option(help="Mark a run (label, run id or 'last') accepted: the "
-                                                       "baseline of --baseline history:DB.")] = None,
+    accept: Annotated[Optional[str], typer.Option(help="Mark a run (label, run id, '#ID' or 'last') accepted: "
+                                                       "the baseline of --baseline history:DB; a number that is one "
+                                                       "run's id and another's label is refused.")] = None,
     items: Annotated[bool, typer.Option("--items", help="Per item: --metric M (or M[LABEL]) in each run, the "
                                                         "items that got worse most since the accepted run "
                                                         "first.")] = False,

@@ -137,3 +137,54 @@ def test_file_stems_are_readable_unique_and_never_dots():
     assert file_stems(["p/use=none", "a/b", "a_b", "x y", "Foo", "foo", ".", ".."]) == {
         "p/use=none": "p_use=none", "a/b": "a_b", "a_b": "a_b~2", "x y": "x_y", "Foo": "Foo", "foo": "foo~2",
         ".": "_.", "..": "_.."}
+
+
+def test_listing_folds_long_docnos_says_why_a_column_is_empty_and_counts_errors():
+    """At 50 columns (col = max(20, (50 - 6) // 2 - 1) = 21) a docno was cut mid-offset (``...name.pd``); a
+    pipeline's column for a question it could not measure was blank; and the totals left errored questions out."""
+    from ingestaudit.report.questions import listing
+
+    def res(rank, doc, start, end, hit):
+        return {"rank": rank, "doc": doc, "start": start, "end": end, "hit": hit}
+
+    long_doc = "invoices/a-very-long-document-name.pdf"
+    found = {
+        "pymupdf": [{"id": "q1", "question": "What total?", "class": "invoices", "answerable": True,
+                     "results": [res(1, long_doc, 1200, 1450, True), res(2, "invoices/b.pdf", 0, 10, False)]},
+                    {"id": "q2", "question": "Due date?", "class": "invoices", "answerable": True, "state": "error",
+                     "reason": "retrieval.jsonl line 3: score is not a number", "results": []}],
+        "unstructured": [{"id": "q1", "question": "What total?", "class": "invoices", "answerable": True,
+                          "results": [res(1, "invoices/b.pdf", 0, 10, False)]}],
+    }
+    lines = list(listing(found, width=50))
+    assert all(len(line) <= 50 for line in lines if not line.startswith(("pymupdf:", "unstructured:")))
+    left = "".join(line[7:28].strip() for line in lines[2:5]).replace(" ", "")  # pymupdf, rank 1, on 3 lines
+    assert left == f"HIT {long_doc}#1200-1450".replace(" ", "")  # every character, in order: nothing cut
+    assert any(line[7:28].strip() == "name.pdf#1200-1450" for line in lines)  # the offsets stay on one line
+    q2 = list(listing(found, width=50, qid="q2"))
+    assert q2[2].split()[1:3] == ["error:", "not"]  # pymupdf: the reason; unstructured: no record for q2
+    column = [" ".join(line[7:28].strip() for line in q2[2:6]), " ".join(line[29:].strip() for line in q2[2:4])]
+    assert column == ["error: retrieval.jsonl line 3: score is not a number", "not in this pipeline's file"]
+    assert lines[-2] == ("pymupdf: 1 of 1 questions with a hit in the top results (misses: 0); 1 in error, not "
+                         "measured (2 questions in all); latency: not recorded")
+
+
+def test_an_errored_question_gets_a_record_with_its_reason_and_no_miss_in_the_html_table():
+    """A question whose retrieval.rr row is ``error`` had no record in questions/<pipeline>.jsonl, so the listing's
+    totals left it out; its record now carries state and reason, no results (nothing in the TREC run), and the HTML
+    table's cell is None (not measured), not 0 (a miss)."""
+    from ingestaudit.report.questions import qrels, question_records, question_table, trec_run
+    from ingestaudit.report.schema import MeasurementRow
+
+    def rr(item, state, detail):
+        return MeasurementRow(item=item, item_kind="question", doc_class="c", pipeline="p", stage="retrieval",
+                              metric="retrieval.rr", label="", value=1.0 if state == "ok" else None,
+                              numerator=None, denominator=None, state=state, detail=detail)
+
+    ok = {"question": "A?", "results": [{"rank": 1, "doc": "c/a", "start": 0, "end": 5, "hit": True,
+                                         "holds": ["c/a"]}]}
+    recs = question_records([rr("q1", "ok", ok), rr("q2", "error", {"reason": "bad line 3"})])["p"]
+    assert [(r["id"], r.get("state", "ok"), r.get("reason")) for r in recs] == [("q1", "ok", None),
+                                                                                 ("q2", "error", "bad line 3")]
+    assert trec_run("p", recs) == "q1 Q0 c/a#0-5 1 1 p\n" and "q2" not in qrels(recs)
+    assert [row["cells"] for row in question_table({"p": recs}, 10)] == [[1], [None]]

@@ -71,3 +71,12 @@ def test_run_keeps_rejected_questions_as_error_rows_reported_once(corpus, tmp_pa
     assert sorted(msgs) == sorted([("questions", "questions.jsonl", UNKNOWN.removeprefix("questions.jsonl: ")),
                                    ("questions", "questions.jsonl", OUTSIDE.removeprefix("questions.jsonl: "))])
     assert "n=2/4" in res.output  # the headline shows 2 of 4 questions scored
+    # the header counted the 2 valid questions where the class line counts 4: one N now, the difference labelled
+    text = " ".join(res.output.split())
+    assert "(x: 2; 4 questions (2 rejected by validation: error rows))" in text
+    assert "class: __all__ — 2 documents, 4 questions" in text
+    # `ingestaudit questions` lists and counts them: their records carry state and reason
+    listed = CliRunner().invoke(app, ["questions", str(out)], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    assert f"error: {UNKNOWN}" in listed.stdout
+    assert "2 in error, not measured (4 questions in all)" in listed.stdout

@@ -359,7 +359,7 @@ class Comparison:
         regs = self.regressions
         rest = sorted((r for r in self.rows if r.status != "regression"),
                       key=lambda r: (r.status, r.pipeline, r.doc_class, r.metric, r.label))
-        return {"verdict": "failed" if self.failed else "held", "alpha": self.alpha, "family_size": self.family,
+        return {"verdict": "fail" if self.failed else "pass", "alpha": self.alpha, "family_size": self.family,
                 "base": self.base_label, "head": self.head_label, "same_corpus": self.same_corpus,
                 "counts": {s: self.count(s) for s in STATUSES} | {"hard_regressions": len(self.hard),
                                                                    "missing_rows": sum(m.rows for m in self.missing)},

@@ -357,7 +357,8 @@ def accepted_series(path: Path, window: int, metrics: Sequence[tuple[str, str]]
 
 
 def accept(path: Path, which: str, *, force: bool = False) -> RunInfo:
-    """Mark a run accepted: ``which`` is a run id, a label (its latest run) or ``"last"``. A run whose gate failed
+    """Mark a run accepted: ``which`` is a run id (``#N`` is always one), a label (its latest run) or ``"last"``; a
+    digit string that is one run's id and another run's label is refused as ambiguous (the message names both). A run whose gate failed
     (verdict ``fail``) is refused unless ``force``: accepting it would make its regressions the baseline every
     later run is gated against.
 
@@ -380,13 +381,21 @@ def _find(runs: Sequence[RunInfo], which: str, path: Path) -> RunInfo:
         raise HistoryError(f"{path}: no run recorded yet")
     if which == "last":
         return runs[-1]
-    by_label = [r for r in runs if r.label == which]
-    if by_label:
-        return by_label[-1]
-    if which.isdigit():
-        hit = [r for r in runs if r.run_id == int(which)]
+    if which.startswith("#") and which[1:].isdigit():  # a run id, never a label
+        hit = [r for r in runs if r.run_id == int(which[1:])]
         if hit:
             return hit[0]
+        raise HistoryError(f"{path}: no run with id {which[1:]}")
+    by_label = [r for r in runs if r.label == which]
+    by_id = [r for r in runs if which.isdigit() and r.run_id == int(which)]
+    if by_label and by_id and by_label[-1].run_id != by_id[0].run_id:
+        raise HistoryError(f"{path}: {which!r} is both run {by_id[0].run_id} ({by_id[0].label or by_id[0].time}) "
+                           f"and the label of run {by_label[-1].run_id}: ambiguous, nothing accepted (say "
+                           f"'#{by_id[0].run_id}' or '#{by_label[-1].run_id}': '#N' is always a run id)")
+    if by_label:
+        return by_label[-1]
+    if by_id:
+        return by_id[0]
     raise HistoryError(f"{path}: no run with id or label {which!r}")
 
 
@@ -509,7 +518,8 @@ def sparkline(values: Sequence[float | None]) -> str:
 
 def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int = 100, band_window: int = 20) -> str:
     """Trend tables for a terminal: one row per series, the last runs as columns (as many as ``width`` allows, the
-    last accepted run always among them), a sparkline over every run shown, the change from the first to the last
+    last accepted run always among them; a column is as wide as its widest value, verdict or ``#ID`` needs plus 2,
+    at least 8, or wide enough for the run labels, up to 10, when that shows as many runs), a sparkline over every run shown, the change from the first to the last
     value, and the series' control band (`ingestaudit.report.bands`, from its last ``band_window`` accepted runs'
     values, when there are enough). A ``gate`` row gives each run's verdict. Run labels are never cut: when one is
     longer than a column, the columns are headed ``#ID`` and a legend lists every run's full label. When the series
@@ -524,19 +534,28 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
     if not series:
         return f"{len(runs)} runs; no series matches the filters"
     names = [f"{t.pipeline} · {t.doc_class} · {t.name} {direction(t.metric, t.label)}".rstrip() for t in series]
-    col_w = 10
-    tail = 2 + len(runs) + 2 + col_w  # sparkline and change
     name_w = max(len(n) for n in names) + 2
-    stacked = width - name_w - tail < 3 * col_w
-    lead = 2 if stacked else name_w
-    fit = max(1, (width - lead - tail) // col_w)
+
+    def layout(col_w: int) -> tuple[int, bool, int, int]:  # (col_w, stacked, lead, runs that fit)
+        tail = 2 + len(runs) + 2 + col_w  # sparkline and change
+        stacked = width - name_w - tail < 3 * col_w
+        lead = 2 if stacked else name_w
+        return col_w, stacked, lead, max(1, (width - lead - tail) // col_w)
+
+    # as wide as the widest value, verdict or #ID needs (labels then in a legend), or wide enough for the labels
+    # (up to 10) when that shows as many runs: at 80 columns a run that fits is never dropped for a label
+    narrow = layout(max(8, 2 + max(len(x) for x in [*(g4(v) for t in series for v in t.values),
+                                                    *(r.verdict or "—" for r in runs),
+                                                    *(f"#{r.run_id}*" for r in runs)])))
+    labelled = layout(max(narrow[0], min(10, 3 + max(len(r.label or r.time[:10]) for r in runs))))
+    col_w, stacked, lead, fit = labelled if min(labelled[3], len(runs)) >= min(narrow[3], len(runs)) else narrow
     shown = list(range(len(runs)))[-fit:]
     accepted = [i for i, r in enumerate(runs) if r.accepted]
     if accepted and accepted[-1] not in shown:  # the gate's baseline stays in view
         shown = sorted([accepted[-1], *shown[len(shown) - fit + 1:]]) if fit > 1 else [accepted[-1]]
     heads, legend = _run_heads(runs, shown, col_w, width)
-    lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = accepted (the gate's history baseline); values: "
-                          "micro, else macro", width=width) + legend
+    lines = textwrap.wrap(f"{len(runs)} runs, oldest first; * = the gate's baseline (the last accepted run); "
+                          "+ = accepted earlier; values: micro, else macro", width=width) + legend
     lines.append(("series" if not stacked else "").ljust(lead) + heads + "  " + "trend".ljust(len(runs))
                  + "  change")
     if any(r.verdict for r in runs):
@@ -562,12 +581,15 @@ def render_trends(runs: Sequence[RunInfo], series: Sequence[Trend], width: int =
 
 
 def _run_heads(runs: Sequence[RunInfo], shown: Sequence[int], col_w: int, width: int) -> tuple[str, list[str]]:
-    """The column heads of the runs ``shown`` (their labels, ``*`` marking an accepted run) and, when a label is
+    """The column heads of the runs ``shown`` (their labels; ``*`` marks the gate's baseline, the last accepted
+    run, and only it; ``+`` an earlier accepted run, one of the control bands' runs) and, when a label is
     longer than a column, heads ``#ID`` instead and a legend of the full labels wrapped at ``width`` (never cut)."""
     labels = {i: runs[i].label or runs[i].time[:10] for i in shown}
     by_id = any(len(labels[i]) > col_w - 2 for i in shown)
-    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i]) + ("*" if runs[i].accepted else "")).rjust(col_w)
-                    for i in shown)
+    accepted = [i for i, r in enumerate(runs) if r.accepted]
+    base = accepted[-1] if accepted else None
+    heads = "".join(((f"#{runs[i].run_id}" if by_id else labels[i])
+                     + ("*" if i == base else "+" if runs[i].accepted else "")).rjust(col_w) for i in shown)
     legend = _wrap("runs: " + "; ".join(f"#{runs[i].run_id} {labels[i]}" for i in shown), width) if by_id else []
     return heads, legend
 
@@ -645,7 +667,8 @@ def render_item_trends(runs: Sequence[RunInfo], items: Sequence[ItemTrend], ref:
     fit = max(1, (width - name_w - col_w - 2) // col_w)
     shown = list(range(len(runs)))[-fit:]
     heads, legend = _run_heads(runs, shown, col_w, width)
-    lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = accepted; change = last run - "
+    lines = [f"{metric} {direction(metric)} per item over {len(runs)} runs; * = the gate's baseline, + = accepted earlier; "
+             f"change = last run - "
              f"run {ref_run.run_id} ({ref_run.label or ref_run.time[:10]}); the items that got worse most first",
              "item".ljust(name_w) + heads + "  change"]
     lines = [w for line in lines[:1] for w in _wrap(line, width)] + legend + lines[1:]

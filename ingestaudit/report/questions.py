@@ -9,7 +9,8 @@ question), ``results`` (the top largest-k results ``{rank, doc, chunk, start, en
 one, ``score`` the retriever's score of that result, None when the retriever gave none), ``latency_ms`` (from the
 run's timings; None when the question was not searched or the report has no timings) and ``embedding_calls`` (query
 embeddings computed for this question: 1, or 0 when its vector came from the cache or none was needed, a lexical
-retriever or a user's results). The file name is a readable slug of the pipeline's name
+retriever or a user's results). A question the pipeline could not measure (an ``error``, ``skipped`` or
+``no_prediction`` row) has a record with ``state``, ``reason`` and no ``results``. The file name is a readable slug of the pipeline's name
 (`file_stems`): every character outside ``[A-Za-z0-9._=,+-]`` becomes ``_`` (``reference/size=300`` ->
 ``reference_size=300.jsonl``, a sweep's ``p/use=none`` -> ``p_use=none.jsonl``), and a slug that two pipelines
 share (or that is empty or only dots) takes ``~2``, ``~3``... in report order. The mapping is in report.json's
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,9 +75,16 @@ def question_files_detail(pipelines: Sequence[str]) -> dict[str, dict[str, str]]
             for p, s in file_stems(pipelines).items()}
 
 
+UNMEASURED = ("error", "skipped", "no_prediction")
+"""States of a question's ``retrieval.rr`` row that give a record with ``state`` and ``reason`` and no results."""
+
+
 def question_records(rows: Iterable[Any], latency: dict[str, dict[str, float]] | None = None
                      ) -> dict[str, list[dict[str, Any]]]:
-    """Per pipeline, the records of ``questions/<pipeline>.jsonl``.
+    """Per pipeline, the records of ``questions/<pipeline>.jsonl``. A question the pipeline could not measure (its
+    ``retrieval.rr`` row ``error``, ``skipped`` or ``no_prediction``: a bad line of a user's results, a filter on a
+    field its chunks lack...) has a record too, with ``state`` and ``reason`` and no results, so the listing counts
+    and explains it.
 
     Args:
         rows: measurement rows of ``retrieval.rr`` (its detail carries the question's text and results) and of
@@ -93,6 +102,12 @@ def question_records(rows: Iterable[Any], latency: dict[str, dict[str, float]] |
                 "answerable": r.state == "ok", "evidence": [], "results": r.detail["results"],
                 "latency_ms": latency.get(r.pipeline, {}).get(r.item),
                 "embedding_calls": r.detail.get("embedding_calls"), "relevant": r.detail.get("relevant", [])}
+        elif r.metric == "retrieval.rr" and r.state in UNMEASURED:  # counted and said, never a silent gap
+            listed[(r.pipeline, r.item)] = {
+                "id": r.item, "question": r.detail.get("question", ""), "class": r.doc_class, "pipeline": r.pipeline,
+                "answerable": True, "state": r.state, "reason": str(r.detail.get("reason", "")), "evidence": [],
+                "results": [], "latency_ms": latency.get(r.pipeline, {}).get(r.item), "embedding_calls": None,
+                "relevant": []}
         elif r.metric.startswith("retrieval.outcome@") and r.detail.get("evidence"):
             evidence[(r.pipeline, r.item)] = r.detail["evidence"]
     out: dict[str, list[dict[str, Any]]] = {}
@@ -257,11 +272,36 @@ def _nearest_rank(values: list[float], pct: float) -> float | None:
     return nearest(values, pct)
 
 
+def _fold(text: str, col: int) -> list[str]:
+    """``text`` in pieces of at most ``col`` characters, every character kept in order: broken before a docno's
+    ``#start-end``, else after the last ``/``, ``-`` or ``_`` that fits, else at ``col``."""
+    out = []
+    while len(text) > col:
+        cut = max(text.rfind("#", 6, col + 1), *(text.rfind(ch, 6, col) + 1 for ch in "/-_"))
+        cut = cut if cut > 6 else col
+        out.append(text[:cut])
+        text = "     " + text[cut:] if len(text[cut:]) + 5 <= col else text[cut:]  # aligned under the docno
+    return out + [text]
+
+
+def _why_empty(rec: dict[str, Any] | None) -> str:
+    """Why a pipeline's column of a question holds no result: the reason the listing prints in it."""
+    if rec is None:
+        return "not in this pipeline's file"
+    if rec.get("state", "ok") != "ok":
+        return f"{rec['state']}: {rec.get('reason') or 'no reason recorded'}"
+    if not rec.get("answerable", True):
+        return "no result (unanswerable: no evidence)"
+    return "no result returned"
+
+
 def listing(found: dict[str, list[dict[str, Any]]], *, qid: str | None = None, pipeline: str | None = None,
             misses: bool = False, width: int = 100) -> Iterator[str]:
     """The lines of ``ingestaudit questions``: per question its id, class and text, then one line per rank with
-    each pipeline's result side by side (``HIT``/``MISS`` and the docno); then per pipeline the totals (questions
-    with a hit in the top k, misses) and p50/p95 latency (nearest rank).
+    each pipeline's result side by side (``HIT``/``MISS`` and the docno; a docno longer than its column is folded
+    onto the next lines, never cut; a column with no result says why: `_why_empty`); then per pipeline the totals
+    (questions with a hit in the top k, misses, questions in error or not measured, unanswerable ones) and p50/p95
+    latency (nearest rank).
 
     Args:
         qid: only this question; pipeline: only this pipeline; misses: only questions some shown pipeline missed.
@@ -281,43 +321,58 @@ def listing(found: dict[str, list[dict[str, Any]]], *, qid: str | None = None, p
     if qid is not None and qid not in by_q:
         raise ValueError(f"--id {qid!r}: no such scored question in this report")
     col = max(20, (width - 6) // max(1, len(pipes)) - 1)
+
+    def rows(columns: list[list[str]], lead: str) -> Iterator[str]:
+        for j in range(max(len(c) for c in columns)):
+            yield ((lead if j == 0 else " " * len(lead))
+                   + " ".join((c[j] if j < len(c) else "").ljust(col) for c in columns)).rstrip()
+
     shown = 0
     for q, recs in by_q.items():
         if qid is not None and q != qid:
             continue
-        answerable = all(rec.get("answerable", True) for rec in recs.values())
-        missed = [p for p, rec in recs.items() if answerable and not any(x.get("hit") for x in rec["results"])]
+        measured = {p: rec for p, rec in recs.items() if rec.get("state", "ok") == "ok"}
+        answerable = all(rec.get("answerable", True) for rec in measured.values())
+        missed = [p for p, rec in measured.items() if answerable and not any(x.get("hit") for x in rec["results"])]
         if misses and not missed:
             continue
         shown += 1
         first = next(iter(recs.values()))
         yield (f"{q} [{first.get('class', '')}] {first.get('question', '')}"
                + ("" if answerable else " (unanswerable: no evidence)"))
-        yield ("  rank " + " ".join(p[:col].ljust(col) for p in pipes)).rstrip()
-        depth = max(len(rec["results"]) for rec in recs.values())
+        yield from rows([_fold(p, col) for p in pipes], "  rank ")
+        depth = max(1, max(len(rec["results"]) for rec in recs.values()))
         for i in range(depth):
             cells = []
             for p in pipes:
                 res = recs.get(p, {}).get("results", [])
-                mark = ("HIT " if res[i]["hit"] else "MISS" if answerable else "-   ") if i < len(res) else ""
-                cells.append((f"{mark} {docno(res[i])}" if i < len(res) else "")[:col].ljust(col))
-            yield f"  {i + 1:>4} " + " ".join(cells).rstrip()
+                if i < len(res):
+                    mark = "HIT " if res[i]["hit"] else "MISS" if answerable else "-   "
+                    cells.append(_fold(f"{mark} {docno(res[i])}", col))
+                else:  # a column without any result says why on its first line
+                    cells.append(textwrap.wrap(_why_empty(recs.get(p)), col) if i == 0 else [])
+            yield from rows(cells, f"  {i + 1:>4} ")
         yield ""
     if shown == 0:
         yield "no question to show" + (" (every question has a hit)" if misses else "")
         yield ""
     for p in pipes:
-        recs = [rec for rec in found[p] if rec.get("answerable", True)]
-        out_of_scope = len(found[p]) - len(recs)
+        unmeasured = [rec for rec in found[p] if rec.get("state", "ok") != "ok"]
+        kept = [rec for rec in found[p] if rec.get("state", "ok") == "ok"]
+        recs = [rec for rec in kept if rec.get("answerable", True)]
+        out_of_scope = len(kept) - len(recs)
         hits = sum(1 for rec in recs if any(x.get("hit") for x in rec["results"]))
-        lat = [float(rec["latency_ms"]) for rec in found[p] if isinstance(rec.get("latency_ms"), (int, float))]
+        lat = [float(rec["latency_ms"]) for rec in kept if isinstance(rec.get("latency_ms"), (int, float))]
         p50, p95 = _nearest_rank(lat, 50), _nearest_rank(lat, 95)
         timing = (f"latency p50 {p50:.2f} ms, p95 {p95:.2f} ms (nearest rank, {len(lat)} queries)" if lat
                   else "latency: not recorded")
-        calls = [rec["embedding_calls"] for rec in found[p] if isinstance(rec.get("embedding_calls"), int)]
+        calls = [rec["embedding_calls"] for rec in kept if isinstance(rec.get("embedding_calls"), int)]
+        states = {st: sum(1 for rec in unmeasured if rec["state"] == st) for st in UNMEASURED}
+        failed = ", ".join(f"{n} {'in error' if st == 'error' else st}" for st, n in states.items() if n)
         yield (f"{p}: {hits} of {len(recs)} questions with a hit in the top results (misses: {len(recs) - hits})"
-               + (f", {out_of_scope} unanswerable" if out_of_scope else "") + f"; {timing}"
-               + (f"; {sum(calls)} query embedding calls" if calls else ""))
+               + (f", {out_of_scope} unanswerable" if out_of_scope else "")
+               + (f"; {failed}, not measured ({len(found[p])} questions in all)" if unmeasured else "")
+               + f"; {timing}" + (f"; {sum(calls)} query embedding calls" if calls else ""))
 
 
 def question_table(found: dict[str, list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
@@ -333,6 +388,7 @@ def question_table(found: dict[str, list[dict[str, Any]]], limit: int) -> list[d
     for q, recs in by_q.items():
         first = next(iter(recs.values()))
         cells = [None if p not in recs or not recs[p].get("answerable", True)  # unanswerable: no hit to find
+                 or recs[p].get("state", "ok") != "ok"  # not measured (an error): no miss either
                  else next((x["rank"] for x in recs[p]["results"] if x.get("hit")), 0) for p in pipes]
         rows.append({"id": q, "class": first.get("class", ""), "question": first.get("question", ""), "cells": cells})
     rows.sort(key=lambda r: (0 not in r["cells"], r["id"]))

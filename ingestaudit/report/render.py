@@ -34,8 +34,8 @@ from ingestaudit.report.questions import question_records, question_table
 from ingestaudit.report.verdict import DECIDING_TEST, verdict_lines
 
 LEGEND = ("Cells: micro (macro) over documents in state ok; [CI] and n = documents aggregated; "
-          "other states counted after n; 'corpus of N docs' = one value computed over the class. "
-          "↓ lower is better, ↑ higher is better, →1 best at 1.")
+          "other states counted after n; 'corpus of N docs' = one value computed over the class (the index "
+          "audit's N counts vectors or queries, as its cells say). ↓ lower is better, ↑ higher is better, →1 best at 1.")
 HEADLINE_LEGEND = ("value = micro over items in state ok (else the mean) [95% interval] n = items ok (/ all); ★ = "
                    "better than every other pipeline on the items both measured, each paired test significant "
                    "after Holm in that direction (corpus-level values have no paired test); 'same N items' = the "
@@ -84,10 +84,23 @@ def _headline_legend(report: Report) -> str:
     return HEADLINE_LEGEND
 
 
+def _questions_note(report: Report) -> str:
+    """``; N questions`` for the header: the questions with rows, as the class headlines count them, and when some
+    of those are questions validation rejected (their rows are ``error``, `CorpusInfo.questions` leaves them out)
+    how many, so the header and the ``__all__`` headline say the same N."""
+    from ingestaudit.report.rows import item_keys
+
+    valid = report.corpus.questions
+    listed = sum(1 for kind, _ in item_keys(report) if kind == "question")
+    if listed <= valid:
+        return f"; {valid} questions" if valid else ""
+    return f"; {listed} questions ({listed - valid} rejected by validation: error rows)"
+
+
 def _header(report: Report) -> list[str]:
     pipelines = ", ".join(p.name for p in report.pipelines)
     docs = ", ".join(f"{c}: {n}" for c, n in report.corpus.documents.items())
-    questions = f"; {report.corpus.questions} questions" if report.corpus.questions else ""
+    questions = _questions_note(report)
     lines = [f"corpus {report.corpus.path} ({docs}{questions}); fingerprint {report.corpus.fingerprint[:12]}",
              f"pipelines: {pipelines}; seed {report.config.get('run', {}).get('seed')}"]
     warned = [f"{p.name} {p.documents_with_warnings}" for p in report.pipelines if p.documents_with_warnings]

@@ -31,14 +31,22 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "relations": ("relations.f1",),
     "dedup": ("dedup.pairwise_f1", "dedup.bcubed_precision"),
     "chunking": ("chunking.boundary_splits", "chunking.evidence_held"),
-    "index": ("index.recall@10",),
+    "index": ("index.recall_tie_aware@10", "index.recall@10"),
 }
 """Each stage's key metric for the headline, in order of preference (the first with a value, `choose_keys`; the
 headline chooses per class, so a class labelled with olmOCR-style ``checks`` only, no reference text, shows
 ``extraction.checks_pass``, and a class whose boilerplate labels are trafilatura-style segments only, which give no
 character-span F1, shows ``boilerplate.content_retention``: the share of the text that must stay that the cleaner
-kept); ``retrieval`` takes ``recall@K`` at its largest K, ``index`` falls back to
-``recall@K`` at its largest K, and any stage to its first metric by name."""
+kept); ``retrieval`` takes ``recall@K`` at its largest K, and any stage falls back to its first metric by name.
+
+The index's key is tie-aware recall (issue 11: "recall that ties, duplicates and normalisation cannot fool"): an ANN
+result as close as the k-th exact neighbour is not a miss, so a corpus of repeated chunks (exact duplicate vectors,
+whose order among themselves is arbitrary) does not read as lost recall. ``index.recall@10`` (FAISS's intersection
+recall, which counts such a tie as a miss) stays in every row of the full tables; without k = 10 the index falls
+back to ``recall_tie_aware@K`` at its largest K, then ``recall@K``."""
+
+FALLBACK_FAMILIES = {"retrieval": ("recall",), "index": ("recall_tie_aware", "recall")}
+"""A stage's key when none of `KEY_METRICS` is present: the first of these ``<stage>.<family>@K`` at its largest K."""
 
 KEY_LABELS = {"chunking.boundary_splits": "sentence", "entities.f1": "strict/micro", "relations.f1": "strict/micro",
               "metadata.exact_match": "title"}
@@ -136,9 +144,10 @@ def choose_keys(available: Iterable[tuple[str, str]],
             has_value = {m for m, _ in valued}
             candidates.sort(key=lambda m: m not in has_value)  # stable: the preference order within each group
         choice = next(iter(candidates), None)
-        if choice is None and stage in ("retrieval", "index"):
-            recall = [m for m in names if re.fullmatch(rf"{stage}\.recall@\d+", m)]
-            choice = max(recall, key=_at_k) if recall else None
+        for family in FALLBACK_FAMILIES.get(stage, ()):
+            recall = [m for m in names if re.fullmatch(rf"{stage}\.{family}@\d+", m)]
+            if choice is None and recall:
+                choice = max(recall, key=_at_k)
         choice = choice or names[0]
         preferred = KEY_LABELS.get(choice, "")
         labels = sorted(by_metric[choice], key=lambda lab: (lab != preferred, lab != "", lab))  # preferred, "", name
@@ -283,15 +292,19 @@ STATE_SHORT = {"no_reference": "no ref", "no_prediction": "no pred", "skipped": 
 """How a cell without a value names the states of its items in the terminal (the headline legend spells them out)."""
 
 
-CORPUS_COUNTS = {"index.freshness_lag": "events", "index.stale_query_share": "queries"}
-"""What ``n_docs`` counts in a corpus-level row computed over something else than documents (`ingestaudit.events`:
-the ``--events`` file's index events, its served queries); every other corpus-level row counts documents."""
+CORPUS_COUNTS = {"index.freshness_lag": "events", "index.stale_query_share": "queries",
+                 "index.duplicate_vectors": "vectors", "index.ip_dominated": "sampled vectors",
+                 "index.recall": "queries", "index.recall_tie_aware": "queries", "index.one_recall": "queries"}
+"""What ``n_docs`` counts in a corpus-level row computed over something else than documents, by metric name without
+its ``@k`` (`ingestaudit.events`: the ``--events`` file's index events, its served queries; the index audit
+(`ingestaudit.auditors.index`): the vectors, the sampled vectors of the domination check, the recall queries);
+every other corpus-level row counts documents."""
 
 
 def corpus_note(row: SummaryRow, noun: str = "docs") -> str:
-    """``corpus of N docs`` (``N events``, ``N queries``: `CORPUS_COUNTS`) for a corpus-level row; ``noun`` is
-    what N counts when the row is over documents (``""``: the headline's bare ``corpus of N``)."""
-    what = CORPUS_COUNTS.get(row.metric, noun)
+    """``corpus of N docs`` (``N vectors``, ``N queries``...: `CORPUS_COUNTS`) for a corpus-level row; ``noun``
+    is what N counts when the row is over documents (``""``: the headline's bare ``corpus of N``)."""
+    what = CORPUS_COUNTS.get(row.metric.split("@", 1)[0], noun)
     return f"corpus of {row.n_docs}" + (f" {what}" if what else "")
 
 

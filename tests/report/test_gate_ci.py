@@ -79,7 +79,17 @@ def test_bands_fail_fails_the_gate_on_a_worse_value_within_the_budget(tmp_path):
     assert json.loads((head.parent / "gate.json").read_text())["verdict"] == "fail"
     data = json.loads(CliRunner().invoke(app, ["compare", f"history:{db}", str(head), "--budget", "extraction.cer=0.1",
                                                "--json"]).stdout)
-    assert data["verdict"] == "failed" and [b["fails"] for b in data["bands"]] == [True, True]
+    assert data["verdict"] == "fail" and [b["fails"] for b in data["bands"]] == [True, True]
+
+
+def test_compare_json_and_gate_json_say_the_verdict_in_one_vocabulary(tmp_path):
+    """``compare --json`` said ``held``/``failed`` where gate.json says ``pass``/``fail`` for the same outcome:
+    both now say gate.json's words (issue 26's ``verdict: pass|fail|first_run``)."""
+    base = write(build(cer_rows("pymupdf", "invoices", [0.10] * 30)), tmp_path / "base" / "report.json")
+    for name, cer, word in (("same", 0.10, "pass"), ("worse", 0.30, "fail")):
+        head = write(build(cer_rows("pymupdf", "invoices", [cer] * 30)), tmp_path / name / "report.json")
+        data = json.loads(CliRunner().invoke(app, ["compare", str(base), str(head), "--json"]).stdout)
+        assert data["verdict"] == word == json.loads((head.parent / "gate.json").read_text())["verdict"]
 
 
 # --- gate.json, report.json and JUnit -------------------------------------------------------------------------------

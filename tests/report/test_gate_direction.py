@@ -136,7 +136,7 @@ def test_a_metric_stage_or_class_missing_in_the_head_fails_and_is_printed(tmp_pa
     assert "  p · stage tables: every row (2; classes c, __all__)" in lines
     assert "  p · extraction.cer: classes letters" in lines
     data = json.loads(compare_cli(tmp_path, base, head, "--json").stdout)
-    assert data["verdict"] == "failed" and data["counts"]["missing_rows"] == 3
+    assert data["verdict"] == "fail" and data["counts"]["missing_rows"] == 3
     assert [(m["what"], m["name"]) for m in data["missing_in_head"]] == [("stage", "tables"),
                                                                        ("metric", "extraction.cer")]
 

@@ -146,7 +146,7 @@ def test_json_output_is_data(tmp_path):
     result = run_cli("compare", str(base), str(head), "--json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert data["verdict"] == "failed" and data["counts"]["regression"] == 1
+    assert data["verdict"] == "fail" and data["counts"]["regression"] == 1
     (reg,) = data["regressions"]
     assert (reg["pipeline"], reg["doc_class"], reg["metric"], reg["base"], reg["head"]) == ("p", "c",
                                                                                           "extraction.cer", 0.1, 0.2)

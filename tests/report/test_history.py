@@ -44,13 +44,59 @@ def test_trends_and_the_history_command(tmp_path):
     result = CliRunner().invoke(app, ["history", str(db), "--class", "invoices"], env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("4 runs, oldest first; * = accepted")
-    assert lines[1].split()[:5] == ["series", "c0*", "c1", "c2", "c3"]
+    assert lines[0].startswith("4 runs, oldest first; * = the gate's baseline (the last accepted run)")
+    assert next(line for line in lines if line.startswith("series")).split()[:5] == ["series", "c0*", "c1", "c2", "c3"]
     row = next(line for line in lines if "invoices" in line)
     assert "pymupdf · invoices · extraction.cer ↓" in row and row.rstrip().endswith("+0.025")
     assert all(len(line) <= 100 for line in lines)
     narrow = CliRunner().invoke(app, ["history", str(db), "--metric", "extraction"], env={"COLUMNS": "60"})
     assert narrow.exit_code == 0 and all(len(line) <= 60 for line in narrow.stdout.splitlines())
+
+
+def test_after_accepting_a_second_run_only_the_baseline_is_starred(tmp_path):
+    """``history --accept`` (``--force`` for a failed run) keeps the earlier accepted run in the control bands, but
+    only the gate's baseline, the last accepted run, is starred: two stars read as two baselines."""
+    db = tmp_path / "h.duckdb"
+    for night, cer in enumerate([0.10, 0.11, 0.12]):
+        append_run(db, nightly(cer), label=f"c{night}", time=f"2026-01-0{night + 1}T00:00:00+00:00")
+    assert CliRunner().invoke(app, ["history", str(db), "--accept", "c1", "--force"]).exit_code == 0
+    lines = CliRunner().invoke(app, ["history", str(db), "--class", "invoices"], env={"COLUMNS": "100"}).stdout
+    heads = next(line for line in lines.splitlines() if line.startswith("series")).split()
+    assert heads[:4] == ["series", "c0+", "c1*", "c2"] and " ".join(heads).count("*") == 1
+    assert load_report(db)[1].run_id == 2  # the starred run is the one the gate reads
+
+
+def test_accept_refuses_a_number_that_is_one_runs_id_and_another_runs_label(tmp_path):
+    """``history --accept 1`` silently took the run labelled "1" (run 2) over run 1: now it is refused, naming both;
+    ``#1`` is always the run id."""
+    db = tmp_path / "h.duckdb"
+    append_run(db, nightly(0.10), label="a", time="2026-01-01T00:00:00+00:00")
+    append_run(db, nightly(0.11), label="1", time="2026-01-02T00:00:00+00:00")
+    append_run(db, nightly(0.12), label="c", time="2026-01-03T00:00:00+00:00")
+    res = CliRunner().invoke(app, ["history", str(db), "--accept", "1"], env={"COLUMNS": "200"})
+    assert res.exit_code == 2
+    msg = " ".join(res.output.split())
+    assert "'1' is both run 1 (a) and the label of run 2: ambiguous, nothing accepted" in msg
+    assert [r.accepted for r in list_runs(db)] == [True, False, False]  # unchanged
+    assert CliRunner().invoke(app, ["history", str(db), "--accept", "#2"]).exit_code == 0
+    assert [r.accepted for r in list_runs(db)] == [True, True, False]
+    assert CliRunner().invoke(app, ["history", str(db), "--accept", "3"]).exit_code == 0  # id 3, no label "3"
+    assert [r.accepted for r in list_runs(db)] == [True, True, True]
+
+
+def test_history_at_80_columns_shows_every_run_of_six(tmp_path):
+    """Columns were 10 wide whatever they held: at COLUMNS=80 the stacked view fit (80 - 2 - 20) // 10 = 5 of 6 runs
+    and dropped run 2. A column is now as wide as its widest cell (``0.0825``: 6) + 2 = 8: (80 - 2 - 18) // 8 = 7."""
+    db = tmp_path / "h.duckdb"
+    for i, cer in enumerate([0.10, 0.11, 0.12, 0.13, 0.12, 0.11]):
+        append_run(db, nightly(cer), label=f"nightly-2026-01-0{i + 1}", time=f"2026-01-0{i + 1}T00:00:00+00:00")
+    res = CliRunner().invoke(app, ["history", str(db)], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert next(line for line in lines if "trend" in line).split()[:6] == ["#1*", "#2", "#3", "#4", "#5", "#6"]
+    legend = " ".join(" ".join(lines).split())
+    assert all(f"#{i} nightly-2026-01-0{i}" in legend for i in range(1, 7))  # full labels, never cut
 
 
 def test_the_accepted_baseline_catches_slow_drift(tmp_path):
@@ -144,7 +190,8 @@ def test_history_items_names_the_documents_behind_a_drift(tmp_path):
                                 env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("extraction.cer ↓ per item over 3 runs; * = accepted; change = last run - run 1 (n0)")
+    assert " ".join(" ".join(lines[:2]).split()).startswith("extraction.cer ↓ per item over 3 runs; * = the gate's baseline, + = "
+                                          "accepted earlier; change = last run - run 1 (n0)")
     head = next(i for i, line in enumerate(lines) if line.startswith("item"))
     assert lines[head].split() == ["item", "n0*", "n1", "n2", "change"]
     assert lines[head + 1].split() == ["pymupdf", "·", "invoices/d05", "0.1", "0.1", "error"]  # failed: first
