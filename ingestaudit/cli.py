@@ -337,7 +337,8 @@ def run(
             from ingestaudit.step_cache import summary_line
 
             if summary_line(report.timings):
-                console.print(terminal_text(summary_line(report.timings)), highlight=False, markup=False)
+                console.print(terminal_text(summary_line(report.timings)), highlight=False, markup=False,
+                              soft_wrap=True)  # the folder's path stays whole
             if profile:
                 _print_profile(report.timings, console)
             if drift:

@@ -1,0 +1,184 @@
+"""The step cache (`ingestaudit.step_cache`, issue 27 "pay for what is used"): a second run over an unchanged
+document reads its parse, language detection and sentence spans back, with the same rows as computing them; a cache
+file that is damaged, of another identity or not a regular file is never used (one warning naming it, moved aside);
+``--no-step-cache`` reads and writes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from ingestaudit import step_cache
+from ingestaudit.cli import app
+from ingestaudit.model import Block, ParsedDocument, parsed_from_json, parsed_to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo"
+DOC = "born_digital/pump_field_note"
+
+
+@pytest.fixture(autouse=True)
+def _step_cache_on(monkeypatch):
+    """The suite turns the step cache off (conftest); these tests are about it."""
+    monkeypatch.delenv("INGESTAUDIT_STEP_CACHE", raising=False)
+    step_cache.take_counts()
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    """The demo's pump field note alone (a PDF, English), with its reference text and labels."""
+    root = tmp_path / "corpus"
+    (root / "docs" / "born_digital").mkdir(parents=True)
+    (root / "truth" / "born_digital").mkdir(parents=True)
+    shutil.copyfile(DEMO / "docs" / f"{DOC}.pdf", root / "docs" / f"{DOC}.pdf")
+    for truth in (DEMO / "truth" / "born_digital").glob("pump_field_note.*"):
+        shutil.copyfile(truth, root / "truth" / "born_digital" / truth.name)
+    return root
+
+
+def _run(corpus: Path, out: Path, cache: Path, monkeypatch, *extra: str):
+    """``ingestaudit run`` (serial, extraction + language; two candidate languages keep lingua small) with the step
+    cache on in ``cache``; returns (exit code, stderr, timings.json, the rows of measurements.parquet)."""
+    config = corpus.parent / "cfg.toml"
+    config.write_text('[auditor_options.language]\nlanguages = ["en", "de"]\n', encoding="utf-8")
+    monkeypatch.setenv("INGESTAUDIT_CACHE", str(cache))
+    monkeypatch.delenv("INGESTAUDIT_STEP_CACHE", raising=False)
+    res = CliRunner().invoke(app, ["run", str(corpus), "--out", str(out), "--executor", "serial", "--quiet",
+                                   "--config", str(config), "--stage", "extraction", "--stage", "language", *extra])
+    timings = json.loads((out / "timings.json").read_text(encoding="utf-8")) if res.exit_code == 0 else {}
+    rows = pq.read_table(out / "measurements.parquet").to_pylist() if res.exit_code == 0 else []
+    return res.exit_code, res.stderr, timings, rows
+
+
+def _counts(timings: dict) -> dict:
+    return timings["(run)"]["step_cache"]
+
+
+def test_a_second_run_reads_parse_and_language_back_with_the_same_rows(corpus, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    code, err, timings, first = _run(corpus, tmp_path / "a", cache, monkeypatch)
+    assert code == 0, err
+    assert _counts(timings) == {"folder": str(cache / "steps"), "parse": {"hits": 0, "misses": 1},
+                                "language": {"hits": 0, "misses": 1}}
+    assert "step cache:" not in err
+    assert len(list((cache / "steps" / "parse").glob("*.json"))) == 1
+    code, err, timings, second = _run(corpus, tmp_path / "b", cache, monkeypatch)
+    assert code == 0, err
+    assert _counts(timings) == {"folder": str(cache / "steps"), "parse": {"hits": 1, "misses": 0},
+                                "language": {"hits": 1, "misses": 0}}
+    assert timings["pymupdf"]["step_cache"] == {"parse": {"hits": 1, "misses": 0},
+                                                "language": {"hits": 1, "misses": 0}}
+    assert f"step cache: 1 of 1 language, 1 of 1 parse results read from {cache / 'steps'} (" in err
+    assert second == first  # every row and column: reading back changes no number
+    assert any(r["metric"] == "language.correct" and r["value"] == 1.0 for r in second)
+
+
+def test_a_damaged_cache_file_is_named_once_moved_aside_and_recomputed(corpus, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    _, _, _, first = _run(corpus, tmp_path / "a", cache, monkeypatch)
+    entry = next((cache / "steps" / "parse").glob("*.json"))
+    entry.write_bytes(entry.read_bytes()[:100])  # truncated
+    with pytest.warns(step_cache.StepCacheWarning) as said:
+        code, err, timings, second = _run(corpus, tmp_path / "b", cache, monkeypatch)
+    assert code == 0, err
+    assert len(said) == 1
+    assert f"{entry}: unreadable, truncated or corrupt (JSONDecodeError" in str(said[0].message)
+    assert str(said[0].message).endswith(f"not used (moved to unused-{entry.name}), the step runs again")
+    assert (entry.parent / f"unused-{entry.name}").is_file() and entry.is_file()  # aside, then written anew
+    assert _counts(timings)["parse"] == {"hits": 0, "misses": 1}
+    assert second == first
+    code, err, timings, _ = _run(corpus, tmp_path / "c", cache, monkeypatch)  # the new entry is used, no warning
+    assert "warning" not in err and _counts(timings)["parse"] == {"hits": 1, "misses": 0}
+
+
+def test_no_step_cache_reads_and_writes_nothing(corpus, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    code, err, timings, _ = _run(corpus, tmp_path / "a", cache, monkeypatch, "--no-step-cache")
+    assert code == 0, err
+    assert _counts(timings) == {"folder": None}
+    assert not (cache / "steps").exists()
+    monkeypatch.setenv("INGESTAUDIT_STEP_CACHE", "off")
+    assert not step_cache.enabled_by_env()
+
+
+def _cache_with_entry(tmp_path: Path) -> tuple[step_cache.StepCache, dict, Path]:
+    cache = step_cache.StepCache(tmp_path / "steps")
+    identity = {"kind": "parse", "step": {"parser": "x"}, "environment": {"e": 1}}
+    assert cache.put("parse", identity, [1, 2], list, list)
+    return cache, identity, cache.path("parse", identity)
+
+
+def test_an_entry_of_another_identity_is_not_used(tmp_path):
+    cache, identity, path = _cache_with_entry(tmp_path)
+    other = {**identity, "environment": {"e": 2}}  # e.g. another library version
+    shutil.copyfile(path, cache.path("parse", other))  # copied in under the other key
+    with pytest.warns(step_cache.StepCacheWarning, match="records another identity"):
+        assert cache.get("parse", other, list) is None
+    assert cache.get("parse", identity, list) == ([1, 2],)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_or_a_link_in_the_cache_is_never_opened(tmp_path):
+    cache, identity, path = _cache_with_entry(tmp_path)
+    path.unlink()
+    os.mkfifo(path)  # opening it for reading would block the run forever
+    with pytest.warns(step_cache.StepCacheWarning, match="named pipe"):
+        assert cache.get("parse", identity, list) is None
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}", encoding="utf-8")
+    os.symlink(target, path)
+    fresh = step_cache.StepCache(cache.folder)  # the FIFO's name was warned about once in `cache` already
+    with pytest.warns(step_cache.StepCacheWarning, match="symbolic link"):
+        assert fresh.get("parse", identity, list) is None
+
+
+def test_a_value_that_does_not_read_back_equal_is_not_written(tmp_path):
+    cache = step_cache.StepCache(tmp_path / "steps")
+    identity = {"kind": "k"}
+    assert not cache.put("k", identity, (1, 2), list, list)  # a tuple reads back as a list: not equal
+    assert not cache.put("k", identity, float("nan"), float, float)  # NaN: JSON cannot hold it
+    assert not cache.path("k", identity).exists()
+
+
+def test_an_unwritable_folder_warns_once_and_the_value_is_still_returned(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    cache = step_cache.StepCache(blocker / "steps")  # a folder under a file cannot be made
+    with pytest.warns(step_cache.StepCacheWarning, match="cannot be written"):
+        assert not cache.put("k", {"a": 1}, [1], list, list)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not cache.put("k", {"a": 2}, [2], list, list)  # once per process
+    with step_cache.active(str(blocker / "steps2")):
+        with pytest.warns(step_cache.StepCacheWarning):
+            assert step_cache.cached("k", lambda: {"a": 3}, lambda: [3], list, list) == [3]
+    assert step_cache.take_counts() == {"k.miss": 1}
+
+
+def test_a_parsed_document_reads_back_equal():
+    parsed = ParsedDocument(text="A\n\nB", pages=("A", "B"), tables=("<table></table>",), parser="pymupdf",
+                            parser_version="1.0", settings={"sort": True, "flags": ["a"]}, elapsed_s=0.25,
+                            warnings=("w",), extras={},
+                            blocks=(Block("A", 1, (0.0, 1.5, 2.0, 3.0), "heading", 1, 0), Block("B", 2, None)))
+    assert parsed_from_json(json.loads(json.dumps(parsed_to_json(parsed)))) == parsed
+    with pytest.raises(TypeError):
+        parsed_from_json({**parsed_to_json(parsed), "text": 5})
+
+
+def test_sentence_spans_from_the_cache_are_the_computed_ones(tmp_path):
+    from ingestaudit.metrics.chunking import sentence_spans as computed
+    from ingestaudit.sentences import sentence_spans
+
+    text = "First sentence. Second one!\n\nA heading\n\nLast line?"
+    with step_cache.active(str(tmp_path / "steps")):
+        first = sentence_spans(text)
+        second = sentence_spans(text)
+    assert first == second == computed(text) == [(0, 15), (16, 27), (29, 38), (40, 50)]
+    assert step_cache.take_counts() == {"sentences.miss": 1, "sentences.hit": 1}
