@@ -24,9 +24,10 @@ temporary file and renamed into place (atomic; worker processes write without a 
 ``INGESTAUDIT_STEP_CACHE=off`` turn it off (nothing read or written).
 
 A cache file that is not a regular file, is larger than `MAX_ENTRY_BYTES`, does not parse, or records another
-identity is never used: the step runs again, ONE `StepCacheWarning` per file and process names it and why, and the
-file is renamed ``unused-<name>`` so the next run does not warn again. A folder that cannot be written gives one
-warning per process; the run goes on uncached.
+identity is never used: the step runs again, ONE `StepCacheWarning` per file and run names it and why
+(`ingestaudit.warning_lines.first_in_run`, across worker processes), and the file is renamed ``unused-<name>`` so
+the next run does not warn again. A folder that cannot be written gives one warning per run; the run goes on
+uncached.
 
 Counts per thread (`take_counts`, keys ``<kind>.hit`` / ``<kind>.miss``) go with each task's result into
 ``timings.json`` (``step_cache``).
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestaudit.errors import IngestAuditError
+from ingestaudit.warning_lines import first_in_run
 
 FORMAT = 1
 MAX_ENTRY_BYTES = 256 * 2**20
@@ -212,8 +214,9 @@ class StepCache:
             where = f"moved to {aside.name}"
         except OSError as exc:
             where = f"left in place ({type(exc).__name__})"
-        warnings.warn(f"step cache: {path}: {why}; not used ({where}), the step runs again", StepCacheWarning,
-                      stacklevel=2)
+        if first_in_run(f"step-cache:{path}"):  # once per run, whichever worker process meets it first
+            warnings.warn(f"step cache: {path}: {why}; not used ({where}), the step runs again", StepCacheWarning,
+                          stacklevel=2)
 
     def get(self, kind: str, identity: dict[str, Any], decode: Callable[[Any], Any]) -> tuple[Any] | None:
         """``(value,)`` read for ``identity``, or None when absent or not usable (warned, moved aside)."""
@@ -279,8 +282,9 @@ class StepCache:
         except OSError as exc:
             if not self.write_error:
                 self.write_error = f"{type(exc).__name__}: {exc}"
-                warnings.warn(f"step cache: {self.folder} cannot be written ({self.write_error}); step results "
-                              "are not cached", StepCacheWarning, stacklevel=2)
+                if first_in_run(f"step-cache-write:{self.folder}"):
+                        warnings.warn(f"step cache: {self.folder} cannot be written ({self.write_error}); step "
+                                  "results are not cached", StepCacheWarning, stacklevel=2)
             return False
         return True
 

@@ -131,12 +131,12 @@ def test_a_fifo_or_a_link_in_the_cache_is_never_opened(tmp_path):
     os.mkfifo(path)  # opening it for reading would block the run forever
     with pytest.warns(step_cache.StepCacheWarning, match="named pipe"):
         assert cache.get("parse", identity, list) is None
-    target = tmp_path / "elsewhere.json"
-    target.write_text("{}", encoding="utf-8")
-    os.symlink(target, path)
-    fresh = step_cache.StepCache(cache.folder)  # the FIFO's name was warned about once in `cache` already
+    assert (path.parent / f"unused-{path.name}").exists()  # moved aside
+    linked, identity, path = _cache_with_entry(tmp_path / "other")  # a name is warned about once per run
+    path.unlink()
+    os.symlink(tmp_path / "other" / "elsewhere.json", path)
     with pytest.warns(step_cache.StepCacheWarning, match="symbolic link"):
-        assert fresh.get("parse", identity, list) is None
+        assert linked.get("parse", identity, list) is None
 
 
 def test_a_value_that_does_not_read_back_equal_is_not_written(tmp_path):
