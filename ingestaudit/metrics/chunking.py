@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -494,20 +495,34 @@ def _sentencizer():
     the third-party ``spacy_factories`` entry points (Presidio registers one that imports transformers). The
     tokenizer and sentencizer, hence every sentence boundary, are spaCy's own.
     """
-    with SPACY_SETUP_LOCK:  # the entry-point switch below is process-wide: one thread at a time
-        spacy = _import_spacy_without_torch()
+    with spacy_factories_off(hide_torch=True) as spacy:
+        nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.max_length = 10**8
+    return nlp
+
+
+@contextmanager
+def spacy_factories_off(hide_torch: bool = False) -> Iterator[Any]:
+    """Within the block (which gets the ``spacy`` module), spaCy's third-party factory entry points
+    (``spacy_factories``: Presidio registers one that imports transformers, about 3 s) are not loaded, holding
+    `SPACY_SETUP_LOCK` (the switch is process-wide). spaCy's own factories, hence every built-in pipeline
+    (``en_core_web_sm``), are unchanged. ``hide_torch``: import spaCy with torch hidden when nothing imported it yet
+    (`_import_spacy_without_torch`)."""
+    with SPACY_SETUP_LOCK:
+        if hide_torch:
+            spacy = _import_spacy_without_torch()
+        else:
+            import spacy
         registry = getattr(getattr(spacy, "util").registry, "_entry_point_factories", None)
         lazy = registry is not None and getattr(registry, "entry_points", None) is True
         if lazy:
             registry.entry_points = False
         try:
-            nlp = spacy.blank("en")
+            yield spacy
         finally:
             if lazy:
                 registry.entry_points = True
-    nlp.add_pipe("sentencizer")
-    nlp.max_length = 10**8
-    return nlp
 
 
 SPACY_SETUP_LOCK = threading.RLock()

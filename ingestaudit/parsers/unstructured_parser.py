@@ -209,6 +209,22 @@ def _offline_spacy(model: str) -> Iterator[None]:
             setattr(tokenize, k, v)
 
 
+_WARM: set[str] = set()  # suffixes partitioned once in this process (Unstructured's spaCy model is loaded)
+
+
+def _plugins_off(suffix: str) -> Any:
+    """Until a document of ``suffix`` was partitioned in this process, a context in which spaCy's third-party
+    factory entry points stay unloaded while Unstructured imports its partitioner and loads its spaCy model
+    (`ingestaudit.metrics.chunking.spacy_factories_off`: Presidio's plug-in would import transformers, about 3 s of
+    every worker's start); the partition is the same (checked on the demo's documents, element for element). After:
+    a context that does nothing (the model is loaded; spaCy's set-up lock is not held)."""
+    from contextlib import nullcontext
+
+    from ingestaudit.metrics.chunking import spacy_factories_off
+
+    return nullcontext() if suffix in _WARM else spacy_factories_off()
+
+
 class UnstructuredParser(Parser):
     """Elements of PDF (``fast`` strategy), HTML, plain-text and Markdown files with Unstructured.
 
@@ -311,7 +327,8 @@ class UnstructuredParser(Parser):
                                     f"{document.suffix or 'extensionless'} files")
         try:
             version = self.version()
-            partition = self._partitioner(document.suffix)
+            with _plugins_off(document.suffix):
+                partition = self._partitioner(document.suffix)
         except ParserUnavailable as exc:
             raise ParserError(f"{document.path}: {exc}") from None
         model = find_spacy_model()
@@ -326,12 +343,13 @@ class UnstructuredParser(Parser):
         elif self.languages is not None:
             kwargs["languages"] = self.languages
         start = time.perf_counter()
-        with _listening() as log, _offline_spacy(model):
+        with _listening() as log, _offline_spacy(model), _plugins_off(document.suffix):
             try:
                 elements = partition(**kwargs)
             except Exception as exc:  # noqa: BLE001 - any library failure is this document's error row
                 raise ParserError(f"{document.path}: unstructured {PARTITIONERS[document.suffix][1]} failed "
                                   f"({type(exc).__name__}: {exc})") from None
+        _WARM.add(document.suffix)
         elapsed = time.perf_counter() - start
         if log.failed:
             cause = "; ".join(log.causes) or "no cause logged"

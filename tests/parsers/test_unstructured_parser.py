@@ -206,3 +206,24 @@ def test_module_import_does_not_import_unstructured():
 def test_parser_unavailable_is_not_a_parser_error():
     # The runner catches ParserError per document; a missing library is reported by available() instead.
     assert not issubclass(ParserUnavailable, ParserError)
+
+
+def test_the_first_parse_loads_no_third_party_spacy_plugin(tmp_path):
+    """Unstructured loads its spaCy model with spaCy's third-party factory entry points off (Presidio's would
+    import transformers, about 3 s of each worker's start), in a fresh interpreter; the switch is back on after, so
+    a step that needs those factories (Presidio) still finds them."""
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ingestaudit.document import Document\n"
+        "from ingestaudit.parsers.unstructured_parser import UnstructuredParser\n"
+        f"p = Path({str(root / 'fixtures/demo/docs/born_digital/pump_field_note.pdf')!r})\n"
+        "out = UnstructuredParser().parse(Document('x', 'born_digital', p))\n"
+        "import spacy\n"
+        "print(len(out.text) > 1000, 'transformers' in sys.modules, 'presidio_analyzer' in sys.modules,"
+        " spacy.util.registry._entry_point_factories.entry_points)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["True", "False", "False", "True"]
