@@ -174,3 +174,17 @@ def unsafe_reason(path: Path, root: Path, allowed: Iterable[Path] = ()) -> str |
         return None
     return (f"resolves outside the corpus (to {real}): not read; a link out of the corpus is followed only into a "
             f"folder listed in ${LINK_ROOTS_ENV}")
+
+
+def set_aside(path: Path, prefix: str = "unused-") -> str:
+    """Rename a cache file that must not be used to ``<prefix><name>`` beside it (no later run reads it or warns
+    about it again; it stays for inspection). Returns what happened, for the warning: ``moved to <new name>``, or
+    ``left in place (<error type>)`` when it cannot be renamed (a read-only cache, or another process moved it
+    first). Never raises."""
+    aside = path.with_name(prefix + path.name)
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        return f"left in place ({type(exc).__name__})"
+    return f"moved to {aside.name}"
+

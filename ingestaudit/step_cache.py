@@ -208,12 +208,9 @@ class StepCache:
         if str(path) in self.ignored:
             return
         self.ignored[str(path)] = why
-        aside = path.with_name(UNUSED_PREFIX + path.name)
-        try:
-            os.replace(path, aside)
-            where = f"moved to {aside.name}"
-        except OSError as exc:
-            where = f"left in place ({type(exc).__name__})"
+        from ingestaudit.inputs import set_aside
+
+        where = set_aside(path, UNUSED_PREFIX)
         if first_in_run(f"step-cache:{path}"):  # once per run, whichever worker process meets it first
             warnings.warn(f"step cache: {path}: {why}; not used ({where}), the step runs again", StepCacheWarning,
                           stacklevel=2)

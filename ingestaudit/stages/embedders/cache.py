@@ -139,17 +139,13 @@ class EmbeddingCache:
         """Record a shard that is not used, move it aside (`UNUSED_PREFIX`: no later run reads it, warns about it
         or embeds its texts again because of it; it stays for inspection) and warn once per run, in all its processes
         (`EmbeddingCacheWarning`, `ingestaudit.warning_lines.first_in_run`) naming it and where it went. A shard
-        that cannot be moved (a read-only cache) stays and is named again by
-        the next run."""
+        that cannot be moved (a read-only cache) stays and is named again by the next run."""
         if str(path) in self.ignored:
             return
         self.ignored[str(path)] = why
-        aside = path.with_name(UNUSED_PREFIX + path.name)
-        try:
-            os.replace(path, aside)
-            where = f"moved to {aside.name}"
-        except OSError as exc:  # read-only, or another process moved it first
-            where = f"left in place ({type(exc).__name__})"
+        from ingestaudit.inputs import set_aside
+
+        where = set_aside(path, UNUSED_PREFIX)
         if not first_in_run(f"cache-shard:{path}"):  # another process of this run (or this one) named it already
             return
         warnings.warn(f"embedding cache: {path}: {why}; not used ({where}), its texts are embedded again",
