@@ -193,8 +193,9 @@ def _parse(task: Task) -> ParsedDocument:
 
 def parse_identity(parser: Parser, document: Document) -> dict[str, Any] | None:
     """The step cache identity of ``parser`` on ``document`` (`ingestaudit.step_cache`): the parser's
-    `Parser.cache_identity`, the file's suffix and the sha256 of its bytes; None (not cached) for a parser without
-    one, a file that is not a regular non-empty file (the parser reports it), or one that cannot be read."""
+    `Parser.cache_identity`, the file's path (a parser's warnings name it) and suffix and the sha256 of its bytes;
+    None (not cached) for a parser without one, a file that is not a regular non-empty file (the parser reports
+    it), or one that cannot be read."""
     import os
     import stat
 
@@ -207,7 +208,7 @@ def parse_identity(parser: Parser, document: Document) -> dict[str, Any] | None:
         st = os.stat(document.path)
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             return None
-        return {**own, "suffix": document.suffix, "sha256": file_hash(document.path)}
+        return {**own, "path": str(document.path), "suffix": document.suffix, "sha256": file_hash(document.path)}
     except Exception:  # an unavailable parser or unreadable file: parsing says what is wrong
         return None
 

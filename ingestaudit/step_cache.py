@@ -5,9 +5,10 @@ reads them instead of OCR-ing every page again or building lingua's models.
 A result is read back only when everything that can change it is the same; its key is the sha256 of the canonical
 JSON of its **identity**:
 
-- ``kind`` (``parse``, ``language``) and the step's own identity: a parser's name, version and settings
-  (`ingestaudit.parsers.base.Parser.cache_identity`), a step's options, candidate languages and library version;
-- ``input``: sha256 of the source file's bytes and its suffix (parse), of the texts the step reads (language);
+- ``kind`` (``parse``, ``language``, ``sentences``) and the step's own identity (``step``): a parser's name,
+  version and settings (`ingestaudit.parsers.base.Parser.cache_identity`), a step's options, candidate languages and
+  library version; and what it reads: the source file's path, suffix and sha256 of its bytes (parse), the sha256 of
+  the texts the step reads (language, sentences);
 - ``environment`` (`environment_identity`): ingestaudit's version and a hash of its own source files, and every
   installed distribution's name and version (the ``*.dist-info`` names on ``sys.path``), so a code change or a
   library upgrade never reuses a result.
