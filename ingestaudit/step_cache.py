@@ -243,11 +243,10 @@ class StepCache:
             if not isinstance(entry, dict) or entry.get("format") != FORMAT:
                 raise ValueError(f"not a format-{FORMAT} step cache entry")
             if entry.get("identity") != json.loads(canonical(identity)):
-                raise LookupError("it records another identity")
+                self._ignore(path, "it records another identity")
+                return None
             return (decode(entry["value"]),)
-        except LookupError as exc:
-            self._ignore(path, str(exc).strip("'\""))
-        except (OSError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+        except (OSError, ValueError, TypeError, AttributeError, LookupError, RecursionError) as exc:
             self._ignore(path, f"unreadable, truncated or corrupt ({type(exc).__name__}: {exc})")
         return None
 

@@ -182,3 +182,17 @@ def test_sentence_spans_from_the_cache_are_the_computed_ones(tmp_path):
         second = sentence_spans(text)
     assert first == second == computed(text) == [(0, 15), (16, 27), (29, 38), (40, 50)]
     assert step_cache.take_counts() == {"sentences.miss": 1, "sentences.hit": 1}
+
+
+def test_an_entry_of_the_right_identity_but_another_shape_is_corrupt(tmp_path):
+    """Valid JSON whose value lacks a field the decoder reads: named as corrupt with the missing key, not used."""
+    cache = step_cache.StepCache(tmp_path / "steps")
+    identity = {"kind": "parse", "step": {"parser": "x"}}
+    doc = ParsedDocument(text="a", pages=("a",))
+    assert cache.put("parse", identity, doc, parsed_to_json, parsed_from_json)
+    path = cache.path("parse", identity)
+    entry = json.loads(path.read_text(encoding="ascii"))
+    del entry["value"]["text"]
+    path.write_text(json.dumps(entry), encoding="ascii")
+    with pytest.warns(step_cache.StepCacheWarning, match=r"unreadable, truncated or corrupt \(KeyError: 'text'\)"):
+        assert cache.get("parse", identity, parsed_from_json) is None
