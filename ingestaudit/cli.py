@@ -233,10 +233,11 @@ def run(
     profile: Annotated[bool, typer.Option("--profile", envvar="INGESTAUDIT_PROFILE",
                                           help="Print the 10 steps that took longest (timings.json "
                                                "step_seconds) at the end.")] = False,
-    no_step_cache: Annotated[bool, typer.Option("--no-step-cache",
-                                                help="Parse and detect languages again instead of reading the "
-                                                     "step cache (nothing is read or written; [run] "
-                                                     "step_cache).")] = False,
+    no_step_cache: Annotated[bool, typer.Option("--no-step-cache", envvar="INGESTAUDIT_NO_STEP_CACHE",
+                                                help="Parse, detect languages and split sentences again instead of "
+                                                     "reading the step cache (nothing is read or written; [run] "
+                                                     "step_cache; INGESTAUDIT_STEP_CACHE=off does the same).")
+                     ] = False,
 ) -> None:
     """Audit CORPUS with one or more pipelines; write OUT/report.json, OUT/report.md and OUT/report.html."""
     from ingestaudit.step_times import mark_start
@@ -360,7 +361,7 @@ def _print_profile(timings: dict, console) -> None:
              f"{run.get('workers', 1)} worker(s))"]
     lines += [f"  {key:<24} {sec:9.3f}" + (f"  {100 * sec / wall:5.1f} %" if wall > 0 else "")
               for key, sec in top(steps, 10)]
-    console.print("\n".join(lines), highlight=False, markup=False)
+    console.print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
 
 
 def _drift(base_spec: str, base_report, head_report, head_folder: Path, maps: list[str] | None = None) -> list:

@@ -193,9 +193,9 @@ def _parse(task: Task) -> ParsedDocument:
 
 def parse_identity(parser: Parser, document: Document) -> dict[str, Any] | None:
     """The step cache identity of ``parser`` on ``document`` (`ingestaudit.step_cache`): the parser's
-    `Parser.cache_identity`, the file's path (a parser's warnings name it) and suffix and the sha256 of its bytes;
-    None (not cached) for a parser without one, a file that is not a regular non-empty file (the parser reports
-    it), or one that cannot be read."""
+    `Parser.cache_identity`, the file's suffix and the sha256 of its bytes (not its path: a corpus copied to a new
+    folder, a CI job's new workspace, reads its parses back); None (not cached) for a parser without one, a file
+    that is not a regular non-empty file (the parser reports it), or one that cannot be read."""
     import os
     import stat
 
@@ -208,7 +208,7 @@ def parse_identity(parser: Parser, document: Document) -> dict[str, Any] | None:
         st = os.stat(document.path)
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             return None
-        return {**own, "path": str(document.path), "suffix": document.suffix, "sha256": file_hash(document.path)}
+        return {**own, "suffix": document.suffix, "sha256": file_hash(document.path)}
     except Exception:  # an unavailable parser or unreadable file: parsing says what is wrong
         return None
 
@@ -219,8 +219,20 @@ def cached_parse(parser: Parser, document: Document) -> ParsedDocument:
     from ingestaudit.model import parsed_from_json, parsed_to_json
     from ingestaudit.step_cache import cached
 
-    return cached("parse", lambda: parse_identity(parser, document), lambda: parser.parse(document),
-                  parsed_to_json, parsed_from_json)
+    here = str(document.path)
+
+    def encode(parsed: ParsedDocument) -> dict[str, Any]:
+        return {**parsed_to_json(parsed), "source": here}
+
+    def decode(data: dict[str, Any]) -> ParsedDocument:
+        parsed = parsed_from_json(data)
+        source = data.get("source")
+        if not isinstance(source, str) or source == here or not source:
+            return parsed
+        # the same bytes parsed at another path: the parser's warnings name this document's path
+        return replace(parsed, warnings=tuple(w.replace(source, here) for w in parsed.warnings))
+
+    return cached("parse", lambda: parse_identity(parser, document), lambda: parser.parse(document), encode, decode)
 
 
 # --- what each auditor of a task is, from its declarations ---------------------------------------------------------

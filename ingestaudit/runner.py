@@ -619,9 +619,10 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     evidence = evidence_by_doc(questions)
     specs = {p.name: parser_spec(p, config.parser_options, config.limits) for p in pipelines}
     heading_threshold = section_threshold(config.auditor_options)
-    from ingestaudit.step_cache import step_cache_folder
+    from ingestaudit.step_cache import enabled_by_env, step_cache_folder
 
-    step_cache = str(step_cache_folder(config.run.cache_dir)) if config.run.step_cache else None
+    on = config.run.step_cache and enabled_by_env()
+    step_cache = str(step_cache_folder(config.run.cache_dir)) if on else None
     unsendable_pipes = {}
     for p in pipelines:  # what every task of a pipeline shares: pickled once (the truths were, as they spilled)
         probe = Task(Document("", "", Path(".")), "", Truth(), p, specs[p.name], stage_args, (),

@@ -319,9 +319,14 @@ def summary_line(timings: dict) -> str:
     from ingestaudit.step_times import RUN_KEY
 
     info = (timings.get(RUN_KEY) or {}).get("step_cache") or {}
-    parts = [f"{c['hits']} of {c['hits'] + c['misses']} {kind}" for kind, c in info.items()
-             if isinstance(c, dict) and c.get("hits")]
-    if not parts:
+    kinds = {kind: c for kind, c in info.items() if isinstance(c, dict)}
+    if not any(c.get("hits") for c in kinds.values()):
         return ""
-    return (f"step cache: {', '.join(parts)} results read from {info.get('folder')} (unchanged files, settings and "
-            "library versions; --no-step-cache recomputes them)")
+    parts = [f"{c.get('hits', 0)} of {c.get('hits', 0) + c.get('misses', 0)} {kind}"
+             for kind, c in sorted(kinds.items(), key=lambda kv: (KIND_ORDER.get(kv[0], 99), kv[0]))]
+    return (f"step cache: {', '.join(parts)} results reused from {info.get('folder')} (earlier runs or earlier in "
+            "this run; same file bytes or text, settings and library versions; --no-step-cache recomputes them)")
+
+
+KIND_ORDER = {"parse": 0, "language": 1, "sentences": 2}
+"""The order of the kinds in `summary_line`: the steps' order in a pipeline."""

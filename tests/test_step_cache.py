@@ -44,12 +44,11 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def _run(corpus: Path, out: Path, cache: Path, monkeypatch, *extra: str):
-    """``ingestaudit run`` (serial, extraction + language; two candidate languages keep lingua small) with the step
-    cache on in ``cache``; returns (exit code, stderr, timings.json, the rows of measurements.parquet)."""
+    """``ingestaudit run`` (serial, extraction + language; two candidate languages keep lingua small) with
+    ``cache`` as the cache folder; returns (exit code, stderr, timings.json, the rows of measurements.parquet)."""
     config = corpus.parent / "cfg.toml"
     config.write_text('[auditor_options.language]\nlanguages = ["en", "de"]\n', encoding="utf-8")
     monkeypatch.setenv("INGESTAUDIT_CACHE", str(cache))
-    monkeypatch.delenv("INGESTAUDIT_STEP_CACHE", raising=False)
     res = CliRunner().invoke(app, ["run", str(corpus), "--out", str(out), "--executor", "serial", "--quiet",
                                    "--config", str(config), "--stage", "extraction", "--stage", "language", *extra])
     timings = json.loads((out / "timings.json").read_text(encoding="utf-8")) if res.exit_code == 0 else {}
@@ -75,7 +74,7 @@ def test_a_second_run_reads_parse_and_language_back_with_the_same_rows(corpus, t
                                 "language": {"hits": 1, "misses": 0}}
     assert timings["pymupdf"]["step_cache"] == {"parse": {"hits": 1, "misses": 0},
                                                 "language": {"hits": 1, "misses": 0}}
-    assert f"step cache: 1 of 1 language, 1 of 1 parse results read from {cache / 'steps'} (" in err
+    assert f"step cache: 1 of 1 parse, 1 of 1 language results reused from {cache / 'steps'} (" in err
     assert second == first  # every row and column: reading back changes no number
     assert any(r["metric"] == "language.correct" and r["value"] == 1.0 for r in second)
 
@@ -98,14 +97,59 @@ def test_a_damaged_cache_file_is_named_once_moved_aside_and_recomputed(corpus, t
     assert "warning" not in err and _counts(timings)["parse"] == {"hits": 1, "misses": 0}
 
 
+def test_a_corpus_copied_to_another_folder_reads_its_parses_back(corpus, tmp_path, monkeypatch):
+    """The key is the file's bytes, not its path: a CI job's new workspace reuses the parses."""
+    cache = tmp_path / "cache"
+    _, _, _, first = _run(corpus, tmp_path / "a", cache, monkeypatch)
+    moved = shutil.copytree(corpus, tmp_path / "elsewhere" / "corpus")
+    code, err, timings, second = _run(moved, tmp_path / "b", cache, monkeypatch)
+    assert code == 0, err
+    assert _counts(timings)["parse"] == {"hits": 1, "misses": 0}
+    assert second == first
+
+
+def test_a_parse_read_back_for_another_path_names_that_path_in_its_warnings(tmp_path):
+    from ingestaudit.document import Document
+    from ingestaudit.document_steps import cached_parse
+
+    class Fake:
+        name = "fake"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def supports(self, document):
+            return True
+
+        def cache_identity(self):
+            return {"parser": "fake"}
+
+        def parse(self, document):
+            self.calls += 1
+            return ParsedDocument(text="x", pages=("x",), warnings=(f"{document.path}: page 2 failed",))
+
+    old, new = tmp_path / "a" / "d.pdf", tmp_path / "b" / "d.pdf"
+    for path in (old, new):
+        path.parent.mkdir()
+        path.write_bytes(b"%PDF same bytes")
+    parser = Fake()
+    with step_cache.active(str(tmp_path / "steps")):
+        first = cached_parse(parser, Document("d", "c", old))
+        second = cached_parse(parser, Document("d", "c", new))
+    assert parser.calls == 1
+    assert first.warnings == (f"{old}: page 2 failed",) and second.warnings == (f"{new}: page 2 failed",)
+
+
 def test_no_step_cache_reads_and_writes_nothing(corpus, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     code, err, timings, _ = _run(corpus, tmp_path / "a", cache, monkeypatch, "--no-step-cache")
     assert code == 0, err
     assert _counts(timings) == {"folder": None}
     assert not (cache / "steps").exists()
-    monkeypatch.setenv("INGESTAUDIT_STEP_CACHE", "off")
-    assert not step_cache.enabled_by_env()
+    monkeypatch.setenv("INGESTAUDIT_STEP_CACHE", "off")  # the environment switch says so in timings.json too
+    code, err, timings, _ = _run(corpus, tmp_path / "b", cache, monkeypatch)
+    assert code == 0, err
+    assert _counts(timings) == {"folder": None} and not (cache / "steps").exists()
 
 
 def _cache_with_entry(tmp_path: Path) -> tuple[step_cache.StepCache, dict, Path]:
