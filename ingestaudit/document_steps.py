@@ -232,7 +232,16 @@ def cached_parse(parser: Parser, document: Document) -> ParsedDocument:
         # the same bytes parsed at another path: the parser's warnings name this document's path
         return replace(parsed, warnings=tuple(w.replace(source, here) for w in parsed.warnings))
 
-    return cached("parse", lambda: parse_identity(parser, document), lambda: parser.parse(document), encode, decode)
+    def unchanged(identity: dict[str, Any]) -> bool:  # the file was not rewritten while it was parsed
+        from ingestaudit.step_cache import file_hash
+
+        try:
+            return file_hash(document.path) == identity["sha256"]
+        except OSError:
+            return False
+
+    return cached("parse", lambda: parse_identity(parser, document), lambda: parser.parse(document), encode, decode,
+                  unchanged)
 
 
 # --- what each auditor of a task is, from its declarations ---------------------------------------------------------

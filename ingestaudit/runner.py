@@ -619,8 +619,12 @@ def _audit(corpus: Corpus, pipelines: list[Pipeline], config: Config, progress: 
     evidence = evidence_by_doc(questions)
     specs = {p.name: parser_spec(p, config.parser_options, config.limits) for p in pipelines}
     heading_threshold = section_threshold(config.auditor_options)
-    from ingestaudit.step_cache import enabled_by_env, step_cache_folder
+    from ingestaudit.step_cache import StepCacheWarning, enabled_by_env, env_problem, step_cache_folder
 
+    if config.run.step_cache and env_problem():
+        import warnings
+
+        warnings.warn(env_problem(), StepCacheWarning, stacklevel=2)
     on = config.run.step_cache and enabled_by_env()
     step_cache = str(step_cache_folder(config.run.cache_dir)) if on else None
     unsendable_pipes = {}

@@ -36,6 +36,7 @@ Counts per thread (`take_counts`, keys ``<kind>.hit`` / ``<kind>.miss``) go with
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -56,7 +57,8 @@ FORMAT = 1
 MAX_ENTRY_BYTES = 256 * 2**20
 """A cache file larger than this (256 MiB) is not read (a parse of that size is not one a run wrote)."""
 ENV = "INGESTAUDIT_STEP_CACHE"
-"""Environment switch: ``off`` (or ``0``, ``false``, ``no``) turns the step cache off."""
+"""Environment switch: ``off`` (or ``0``, ``false``, ``no``) turns the step cache off; a value that is neither on nor
+off turns it off too, with a warning (`env_problem`)."""
 UNUSED_PREFIX = "unused-"
 
 
@@ -65,9 +67,24 @@ class StepCacheWarning(IngestAuditError, UserWarning):
     again. Issued with `warnings.warn`, never raised; the message names the file or folder."""
 
 
+ON_VALUES = ("", "on", "1", "true", "yes")
+OFF_VALUES = ("off", "0", "false", "no")
+
+
 def enabled_by_env() -> bool:
-    """False when `ENV` says ``off``/``0``/``false``/``no`` (any case), else True."""
-    return os.environ.get(ENV, "").strip().lower() not in ("off", "0", "false", "no")
+    """True when `ENV` is unset or one of `ON_VALUES` (any case, white space trimmed); False otherwise: one of
+    `OFF_VALUES`, or any other value (`env_problem` names it; a value meant to turn the cache off never leaves it
+    on)."""
+    return os.environ.get(ENV, "").strip().lower() in ON_VALUES
+
+
+def env_problem() -> str:
+    """The message for a `ENV` value that is neither on nor off (the cache is then off), else ``""``."""
+    value = os.environ.get(ENV, "")
+    if value.strip().lower() in ON_VALUES + OFF_VALUES:
+        return ""
+    return (f"{ENV}={value!r} is neither on ({', '.join(v for v in ON_VALUES if v)}) nor off "
+            f"({', '.join(OFF_VALUES)}): the step cache is off")
 
 
 def step_cache_folder(cache_dir: str | None) -> Path:
@@ -167,10 +184,12 @@ def take_counts() -> dict[str, int]:
 
 
 def cached(kind: str, identity: Callable[[], dict[str, Any] | None], compute: Callable[[], Any],
-           encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> Any:
+           encode: Callable[[Any], Any], decode: Callable[[Any], Any],
+           still_valid: Callable[[dict[str, Any]], bool] | None = None) -> Any:
     """``compute()``, or its result read from this thread's step cache: looked up by ``identity()`` (called only
     when a cache is active; None: not cacheable, always computed and not counted) under ``kind``, written after
-    computing. ``encode``/``decode`` turn a result into JSON-able data and back. Raises what ``compute`` raises
+    computing unless ``still_valid(identity)`` says the input changed meanwhile (a file rewritten while it was
+    parsed). ``encode``/``decode`` turn a result into JSON-able data and back. Raises what ``compute`` raises
     (nothing is written then)."""
     cache = current()
     if cache is None:
@@ -185,7 +204,8 @@ def cached(kind: str, identity: Callable[[], dict[str, Any] | None], compute: Ca
         return hit[0]
     count(f"{kind}.miss")
     value = compute()
-    cache.put(kind, full, value, encode, decode)
+    if still_valid is None or still_valid(identity):
+        cache.put(kind, full, value, encode, decode)
     return value
 
 
@@ -229,6 +249,11 @@ class StepCache:
         except FileNotFoundError:
             return None
         except OSError as exc:
+            if exc.errno in (errno.ENOTDIR, errno.EACCES, errno.ELOOP, errno.ENAMETOOLONG):  # the folder, not the entry
+                if first_in_run(f"step-cache-read:{self.folder}"):
+                    warnings.warn(f"step cache: {self.folder} cannot be read ({type(exc).__name__}: {exc}); step "
+                                  "results are computed again", StepCacheWarning, stacklevel=2)
+                return None
             self._ignore(path, f"cannot be examined ({type(exc).__name__}: {exc})")
             return None
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
@@ -258,8 +283,8 @@ class StepCache:
         try:
             data = encode(value)
             text = canonical({"format": FORMAT, "identity": identity, "value": data})
-            if decode(json.loads(text)["value"]) != value:
-                return False
+            if len(text) > MAX_ENTRY_BYTES or decode(json.loads(text)["value"]) != value:
+                return False  # too large to be read back (`get`), or not representable
         except (TypeError, ValueError, AttributeError, KeyError, RecursionError):
             return False
         path = self.path(kind, identity)

@@ -240,3 +240,70 @@ def test_an_entry_of_the_right_identity_but_another_shape_is_corrupt(tmp_path):
     path.write_text(json.dumps(entry), encoding="ascii")
     with pytest.warns(step_cache.StepCacheWarning, match=r"unreadable, truncated or corrupt \(KeyError: 'text'\)"):
         assert cache.get("parse", identity, parsed_from_json) is None
+
+
+def test_a_pdf_password_is_part_of_the_parse_identity_and_never_written():
+    """A cached parse of an encrypted PDF opened with one password must not answer for another password (or none):
+    that run must fail as PyMuPDF does. The identity holds the password's sha256, never the password."""
+    import hashlib
+
+    from ingestaudit.parsers.pymupdf_parser import PyMuPDFParser
+
+    secret = PyMuPDFParser(password="secret").cache_identity()
+    assert secret["password_sha256"] == hashlib.sha256(b"secret").hexdigest()
+    assert "secret" not in json.dumps(secret)
+    assert PyMuPDFParser(password="wrong").cache_identity() != secret
+    assert PyMuPDFParser().cache_identity()["password_sha256"] is None
+
+
+def test_an_entry_too_large_to_read_back_is_never_written(tmp_path, monkeypatch):
+    cache = step_cache.StepCache(tmp_path / "steps")
+    monkeypatch.setattr(step_cache, "MAX_ENTRY_BYTES", 200)
+    assert not cache.put("k", {"a": 1}, ["x" * 300], list, list)  # else every later run would warn and rewrite it
+    assert cache.put("k", {"a": 2}, ["x"], list, list)
+
+
+def test_a_cache_folder_that_is_a_file_is_named_once_per_run(tmp_path):
+    blocker = tmp_path / "steps"
+    blocker.write_text("", encoding="utf-8")
+    cache = step_cache.StepCache(blocker)
+    with pytest.warns(step_cache.StepCacheWarning) as said:
+        for n in range(3):  # three documents
+            assert cache.get("parse", {"n": n}, list) is None
+            cache.put("parse", {"n": n}, [n], list, list)
+    assert sorted(str(w.message).split(" (")[0] for w in said) == [f"step cache: {blocker} cannot be read",
+                                                                   f"step cache: {blocker} cannot be written"]
+
+
+def test_a_file_rewritten_while_it_is_parsed_is_not_cached(tmp_path):
+    from ingestaudit.document import Document
+    from ingestaudit.document_steps import cached_parse
+
+    path = tmp_path / "d.pdf"
+    path.write_bytes(b"%PDF old bytes")
+
+    class Rewriting:
+        name = "rewriting"
+
+        def supports(self, document):
+            return True
+
+        def cache_identity(self):
+            return {"parser": "rewriting"}
+
+        def parse(self, document):
+            path.write_bytes(b"%PDF new bytes")  # after the hash, before the read: the parse is of the new bytes
+            return ParsedDocument(text="new", pages=("new",))
+
+    with step_cache.active(str(tmp_path / "steps")):
+        cached_parse(Rewriting(), Document("d", "c", path))
+    assert step_cache.take_counts() == {"parse.miss": 1}
+    assert not list((tmp_path / "steps").rglob("*.json"))  # nothing stored under the old bytes' hash
+
+
+@pytest.mark.parametrize("value, on, problem", [("", True, False), ("on", True, False), ("OFF", False, False),
+                                                 (" no ", False, False), ("disabled", False, True)])
+def test_the_environment_switch(monkeypatch, value, on, problem):
+    monkeypatch.setenv("INGESTAUDIT_STEP_CACHE", value)
+    assert step_cache.enabled_by_env() is on
+    assert bool(step_cache.env_problem()) is problem

@@ -194,12 +194,17 @@ class PyMuPDFParser(Parser):
         return value
 
     def cache_identity(self) -> dict[str, Any]:
-        """PyMuPDF's version and `settings` (`Parser.builtin_identity`): the step cache's parser identity.
+        """PyMuPDF's version, `settings` and the sha256 of ``password`` (None without one; the password itself is
+        never written: `settings` leaves it out, yet it decides whether an encrypted file opens)
+        (`Parser.builtin_identity`): the step cache's parser identity.
 
         Raises:
             ParserUnavailable: as `version`.
         """
-        return self.builtin_identity()
+        import hashlib
+
+        secret = None if self.password is None else hashlib.sha256(self.password.encode("utf-8", "surrogatepass"))
+        return self.builtin_identity(password_sha256=None if secret is None else secret.hexdigest())
 
     def version(self) -> str:
         """PyMuPDF's version (``pymupdf.VersionBind``, e.g. ``"2.0"``).
