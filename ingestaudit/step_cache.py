@@ -42,7 +42,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -289,23 +288,16 @@ class StepCache:
             return False
         path = self.path(kind, identity)
         try:
+            from ingestaudit.stages.embedders.cache import write_atomically
+
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(text.encode("ascii"))
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_atomically(path, lambda fh: fh.write(text.encode("ascii")), sync=False)  # atomic; a result is
+            # recomputed if a crash loses it
         except OSError as exc:
             if not self.write_error:
                 self.write_error = f"{type(exc).__name__}: {exc}"
                 if first_in_run(f"step-cache-write:{self.folder}"):
-                        warnings.warn(f"step cache: {self.folder} cannot be written ({self.write_error}); step "
+                    warnings.warn(f"step cache: {self.folder} cannot be written ({self.write_error}); step "
                                   "results are not cached", StepCacheWarning, stacklevel=2)
             return False
         return True

@@ -98,14 +98,16 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _write_atomically(path: Path, write) -> None:
-    """``write(file_object)`` into a temporary file beside ``path``, fsync, then ``os.replace`` onto ``path``."""
+def write_atomically(path: Path, write, sync: bool = True) -> None:
+    """``write(file_object)`` into a temporary file beside ``path``, fsync (when ``sync``), then ``os.replace`` onto
+    ``path`` (a reader never sees a partial file). Raises OSError as writing does (the temporary file is removed)."""
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -270,10 +272,10 @@ class EmbeddingCache:
         if not meta.exists():
             payload = json.dumps({"model_id": model_id, "versions": dict(versions or {}),
                                   "dimension": int(vectors.shape[1])}).encode("utf-8")
-            _write_atomically(meta, lambda fh: fh.write(payload))
+            write_atomically(meta, lambda fh: fh.write(payload))
         shard = mdir / f"shard-{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
         key_array = np.asarray(list(keys), dtype="U64")
-        _write_atomically(shard, lambda fh: np.savez(fh, keys=key_array, vectors=vectors, model_id=np.str_(model_id),
+        write_atomically(shard, lambda fh: np.savez(fh, keys=key_array, vectors=vectors, model_id=np.str_(model_id),
                                                      versions=np.str_(versions_text(versions))))
         self.shards_written += 1
         index = self._index.setdefault(mdir.name, {})
