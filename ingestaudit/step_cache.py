@@ -95,14 +95,17 @@ def step_cache_folder(cache_dir: str | None) -> Path:
 
 
 def canonical(obj: Any) -> str:
-    """Compact ASCII JSON with sorted keys (the identity's hashed form; a lone surrogate is escaped). Raises TypeError/ValueError for a value JSON
-    cannot hold (NaN included)."""
+    """Compact ASCII JSON with sorted keys (the identity's hashed form; a lone surrogate is escaped). Raises
+    TypeError/ValueError for a value JSON cannot hold (NaN included)."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def text_hash(text: str | None) -> str | None:
-    """sha256 hex of ``text``'s UTF-8 bytes (lone surrogates passed through), None for None."""
-    return None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    """The embedding cache's `ingestaudit.stages.embedders.cache.text_key` of ``text`` (sha256 hex of its UTF-8
+    bytes), None for None."""
+    from ingestaudit.stages.embedders.cache import text_key
+
+    return None if text is None else text_key(text)
 
 
 def file_hash(path: Path) -> str:
@@ -191,19 +194,17 @@ def cached(kind: str, identity: Callable[[], dict[str, Any] | None], compute: Ca
     parsed). ``encode``/``decode`` turn a result into JSON-able data and back. Raises what ``compute`` raises
     (nothing is written then)."""
     cache = current()
-    if cache is None:
+    own = identity() if cache is not None else None
+    if own is None:
         return compute()
-    identity = identity()
-    if identity is None:
-        return compute()
-    full = {"kind": kind, "step": identity, "environment": environment_identity()}
+    full = {"kind": kind, "step": own, "environment": environment_identity()}
     hit = cache.get(kind, full, decode)
     if hit is not None:
         count(f"{kind}.hit")
         return hit[0]
     count(f"{kind}.miss")
     value = compute()
-    if still_valid is None or still_valid(identity):
+    if still_valid is None or still_valid(own):
         cache.put(kind, full, value, encode, decode)
     return value
 

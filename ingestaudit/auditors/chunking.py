@@ -174,19 +174,20 @@ class ChunkingAuditor(Auditor):
                   "no_section_claimed": sum(c.section is None for c in chunks),
                   "section_claims_unchecked": att.section_unchecked, "sizes": sizes, "chunks": len(chunks)}
         out = [Score.ratio("chunking.attribution", att.verified, att.total, detail=detail)]
-        out += self._coherence(chain)
-        out += self._boundaries(chain, truth)
+        from ingestaudit.sentences import sentence_spans
+
+        sentences = sentence_spans(chain.cleaned)  # once: both measures read the same split
+        out += self._coherence(chain, sentences)
+        out += self._boundaries(chain, truth, sentences)
         out.append(self._hierarchy(chain, truth))
         out += self._tokens(chain)
         out.append(self._evidence(chain, evidence))
         return out
 
-    def _coherence(self, chain: Any) -> list[Score]:
+    def _coherence(self, chain: Any, spans: list[tuple[int, int]]) -> list[Score]:
         from ingestaudit.metrics.chunking import assign_sentences, coherence, random_split_baseline
-        from ingestaudit.sentences import sentence_spans
 
         names = ("chunking.coherence", "chunking.coherence_gain")
-        spans = sentence_spans(chain.cleaned)
         intervals = [loc for loc in chain.located if loc is not None]
         if len(intervals) < 2 or len(spans) < 2:
             return [Score.missing(n, State.NO_REFERENCE, "needs at least two located chunks and two sentences")
@@ -213,13 +214,12 @@ class ChunkingAuditor(Auditor):
             out.append(Score("chunking.coherence_gain", result.coherence - baseline, detail=detail))
         return out
 
-    def _boundaries(self, chain: Any, truth: Truth) -> list[Score]:
+    def _boundaries(self, chain: Any, truth: Truth, sentences: list[tuple[int, int]]) -> list[Score]:
         from ingestaudit.metrics.chunking import boundary_splits
-        from ingestaudit.sentences import sentence_spans
 
         located = [loc for loc in chain.located if loc is not None]
         intervals = _close_gaps(chain.cleaned, located)
-        units: dict[str, list[tuple[int, int]]] = {"sentence": sentence_spans(chain.cleaned)}
+        units: dict[str, list[tuple[int, int]]] = {"sentence": sentences}
         units.update(block_units(chain.cleaned, chain.block_spans, chain.layout.headings))
         labelled, why = labelled_units(chain, truth)
         units.update(labelled)

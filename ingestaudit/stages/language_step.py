@@ -13,7 +13,6 @@ has one and ``mixed_text = "reference"``, else the parser's text, with the same 
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ingestaudit.detections import LanguageDetection, check_language_options, language_settings
@@ -21,10 +20,6 @@ from ingestaudit.model import ParsedDocument
 
 _MIXED_CACHE: dict[tuple, Any] = {}  # per process: (detector, text hash, thresholds) -> MixedResult
 _MIXED_CACHE_SIZE = 1024
-
-
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def language_to_json(det: LanguageDetection) -> dict[str, Any]:
@@ -212,7 +207,9 @@ class LanguageStep:
         text for another parser, comes from the cache), or the message of its failure."""
         from ingestaudit.stages.language import mixed_language
 
-        key = (id(detector), _key(text), self.opts["mixed_share"], self.opts["mixed_confirmation"])
+        from ingestaudit.step_cache import text_hash
+
+        key = (id(detector), text_hash(text), self.opts["mixed_share"], self.opts["mixed_confirmation"])
         if key not in _MIXED_CACHE:
             if len(_MIXED_CACHE) > _MIXED_CACHE_SIZE:  # a worker audits many documents: keep the cache small
                 _MIXED_CACHE.clear()
